@@ -1,0 +1,1 @@
+//! Traffic generator: writes pcap files for tests, demo and benchmarks.

@@ -1,0 +1,1 @@
+//! Zero-copy header views (smoltcp style) over packet bytes.

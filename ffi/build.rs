@@ -40,6 +40,7 @@ fn main() {
         .allowlist_type("rte_.*")
         .allowlist_var("RTE_.*")
         .allowlist_var("rte_.*")
+        .allowlist_var("RING_F_.*")
         // Packed structs with over-aligned members that rustc rejects.
         .opaque_type("rte_arp_hdr")
         .opaque_type("rte_arp_ipv4")

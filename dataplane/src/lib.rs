@@ -7,4 +7,11 @@
 #![deny(unsafe_code)]
 
 pub mod wire;
+pub mod burst;
+pub mod config;
+pub mod daemon;
+pub mod dpdk;
 pub mod gen;
+pub mod pipeline;
+pub mod stats;
+pub mod worker;

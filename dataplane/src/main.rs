@@ -1,1 +1,138 @@
-fn main() {}
+//! `dataplane`: parse arguments, load the config, install signal handlers and
+//! hand over to the library.
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use dataplane::config::Config;
+use dataplane::daemon::{self, RunOptions};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "dataplane", version, about = "Userspace packet-forwarding dataplane on DPDK")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon. EAL arguments after `--` override the config's.
+    Run {
+        /// TOML configuration file.
+        #[arg(short, long)]
+        config: PathBuf,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Stop once no packet arrived for this many milliseconds (finite pcap input).
+        #[arg(long, value_name = "MS")]
+        stop_when_idle: Option<u64>,
+        /// Write the final statistics as JSON to this file.
+        #[arg(long, value_name = "PATH")]
+        stats_json: Option<PathBuf>,
+        /// Extra EAL arguments.
+        #[arg(last = true)]
+        eal: Vec<String>,
+    },
+    /// Validate a configuration without starting DPDK.
+    Check {
+        /// TOML configuration file.
+        config: PathBuf,
+    },
+    /// Generate a pcap of test traffic.
+    Gen(dataplane::gen::GenArgs),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cli = Cli::parse();
+    let code = match real_main(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn real_main(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Check { config } => {
+            let (cfg, _) = Config::load(&config)?;
+            println!(
+                "{}: ok ({} ports, {} workers, pipeline: {})",
+                config.display(),
+                cfg.ports.len(),
+                cfg.workers.len(),
+                cfg.stages().iter().map(|s| s.name()).collect::<Vec<_>>().join(" -> ")
+            );
+            Ok(0)
+        }
+        Command::Gen(args) => {
+            dataplane::gen::run(&args)?;
+            Ok(0)
+        }
+        Command::Run {
+            config,
+            duration,
+            stop_when_idle,
+            stats_json,
+            eal,
+        } => {
+            let (cfg, resolved) = Config::load(&config)?;
+            let stop = Arc::new(AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone()).context("installing signal handler")?;
+            }
+            let opts = RunOptions {
+                eal_overrides: eal,
+                duration: duration.map(Duration::from_secs_f64),
+                stop_when_idle: stop_when_idle.map(Duration::from_millis),
+                stats_json: stats_json.clone(),
+            };
+            let report = daemon::run(&cfg, &resolved, &opts, stop)?;
+            print_report(&report);
+            if let Some(path) = &stats_json {
+                std::fs::write(path, serde_json::to_string_pretty(&report)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            Ok(if report.mempool.in_use == 0 { 0 } else { 3 })
+        }
+    }
+}
+
+fn print_report(r: &dataplane::stats::FinalReport) {
+    println!(
+        "final: {:.2}s rx={} tx={} dropped={} avg_rx_mpps={:.3} hugepages={}",
+        r.duration_s, r.rx, r.tx, r.dropped, r.rx_mpps, r.hugepages
+    );
+    for p in &r.ports {
+        println!(
+            "  port {:<8} in={:<12} out={:<12} imissed={} ierrors={} oerrors={} rx_nombuf={}",
+            p.name, p.ipackets, p.opackets, p.imissed, p.ierrors, p.oerrors, p.rx_nombuf
+        );
+    }
+    if r.drops.is_empty() {
+        println!("  drops: none");
+    }
+    for (k, v) in &r.drops {
+        println!("  drop {k:<20} {v}");
+    }
+    println!(
+        "  mempool: {} mbufs, {} in use{}",
+        r.mempool.size,
+        r.mempool.in_use,
+        if r.mempool.in_use == 0 { " (no leak)" } else { " (LEAK)" }
+    );
+}

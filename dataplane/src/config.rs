@@ -1,0 +1,737 @@
+//! The daemon's TOML configuration: schema, parsing and validation.
+//!
+//! Every struct rejects unknown keys. Errors — syntax, types, bad values and
+//! cross-references alike — carry the file, line, column and the dotted path
+//! of the field (`port[1].mac`), so an operator can go straight to the line.
+//! `Config::load` is pure: it starts no DPDK, which is what `dataplane check`
+//! relies on. Stage sections (`[forward]`, `[acl]`, `[route]`) are validated
+//! here too, so that a running daemon never meets a config it cannot build.
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use toml::Spanned;
+
+/// A config error with its location.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}:{line}:{column}: {field}: {message}")]
+    Invalid {
+        file: String,
+        line: usize,
+        column: usize,
+        field: String,
+        message: String,
+    },
+    #[error("{file}: {message}")]
+    Io { file: String, message: String },
+}
+
+impl ConfigError {
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::Invalid { line, .. } => Some(*line),
+            ConfigError::Io { .. } => None,
+        }
+    }
+
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { field, .. } => Some(field),
+            ConfigError::Io { .. } => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Value types with their own parsing (their errors become serde errors, so
+// toml attaches the span of the offending value).
+
+/// An Ethernet address written `aa:bb:cc:dd:ee:ff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Mac(pub [u8; 6]);
+
+impl FromStr for Mac {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut out = [0u8; 6];
+        let parts: Vec<&str> = s.split([':', '-']).collect();
+        if parts.len() != 6 {
+            return Err(format!("invalid MAC address `{s}`: expected six hex bytes like 02:00:00:00:00:01"));
+        }
+        for (o, p) in out.iter_mut().zip(&parts) {
+            if p.len() != 2 {
+                return Err(format!("invalid MAC address `{s}`: `{p}` is not two hex digits"));
+            }
+            *o = u8::from_str_radix(p, 16)
+                .map_err(|_| format!("invalid MAC address `{s}`: `{p}` is not hex"))?;
+        }
+        Ok(Mac(out))
+    }
+}
+
+impl fmt::Display for Mac {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            b[0], b[1], b[2], b[3], b[4], b[5]
+        )
+    }
+}
+
+/// An IPv4 or IPv6 prefix `addr/len`. `Ipv4Cidr`/`Ipv6Cidr` keep host bits
+/// (an interface address `192.0.2.1/24` is both the address and its subnet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ipv4Cidr {
+    pub addr: Ipv4Addr,
+    pub len: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ipv6Cidr {
+    pub addr: Ipv6Addr,
+    pub len: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IpCidr {
+    V4(Ipv4Cidr),
+    V6(Ipv6Cidr),
+}
+
+impl Ipv4Cidr {
+    /// The prefix with host bits cleared.
+    pub fn network(&self) -> Ipv4Addr {
+        let mask = if self.len == 0 { 0 } else { u32::MAX << (32 - self.len) };
+        Ipv4Addr::from(u32::from(self.addr) & mask)
+    }
+    pub fn contains(&self, a: Ipv4Addr) -> bool {
+        let mask = if self.len == 0 { 0 } else { u32::MAX << (32 - self.len) };
+        (u32::from(a) & mask) == (u32::from(self.addr) & mask)
+    }
+}
+
+impl Ipv6Cidr {
+    pub fn network(&self) -> Ipv6Addr {
+        let mask = if self.len == 0 { 0 } else { u128::MAX << (128 - self.len) };
+        Ipv6Addr::from(u128::from(self.addr) & mask)
+    }
+    pub fn contains(&self, a: Ipv6Addr) -> bool {
+        let mask = if self.len == 0 { 0 } else { u128::MAX << (128 - self.len) };
+        (u128::from(a) & mask) == (u128::from(self.addr) & mask)
+    }
+}
+
+impl FromStr for IpCidr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (a, l) = s
+            .split_once('/')
+            .ok_or_else(|| format!("invalid prefix `{s}`: expected ADDRESS/LENGTH"))?;
+        let len: u8 = l
+            .parse()
+            .map_err(|_| format!("invalid prefix `{s}`: length `{l}` is not a number"))?;
+        if let Ok(v4) = a.parse::<Ipv4Addr>() {
+            if len > 32 {
+                return Err(format!("invalid prefix `{s}`: IPv4 length must be 0..=32"));
+            }
+            return Ok(IpCidr::V4(Ipv4Cidr { addr: v4, len }));
+        }
+        if let Ok(v6) = a.parse::<Ipv6Addr>() {
+            if len > 128 {
+                return Err(format!("invalid prefix `{s}`: IPv6 length must be 0..=128"));
+            }
+            return Ok(IpCidr::V6(Ipv6Cidr { addr: v6, len }));
+        }
+        Err(format!("invalid prefix `{s}`: `{a}` is not an IPv4 or IPv6 address"))
+    }
+}
+
+impl FromStr for Ipv4Cidr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.parse::<IpCidr>()? {
+            IpCidr::V4(c) => Ok(c),
+            IpCidr::V6(_) => Err(format!("`{s}` is IPv6 where an IPv4 prefix is expected")),
+        }
+    }
+}
+
+impl FromStr for Ipv6Cidr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.parse::<IpCidr>()? {
+            IpCidr::V6(c) => Ok(c),
+            IpCidr::V4(_) => Err(format!("`{s}` is IPv4 where an IPv6 prefix is expected")),
+        }
+    }
+}
+
+impl fmt::Display for IpCidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IpCidr::V4(c) => write!(f, "{}/{}", c.addr, c.len),
+            IpCidr::V6(c) => write!(f, "{}/{}", c.addr, c.len),
+        }
+    }
+}
+
+/// Deserializes any `FromStr` type from a TOML string.
+macro_rules! deserialize_from_str {
+    ($($t:ty),*) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(de::Error::custom)
+            }
+        }
+    )*};
+}
+deserialize_from_str!(Mac, IpCidr, Ipv4Cidr, Ipv6Cidr);
+
+// ---------------------------------------------------------------------------
+// Schema
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Stage names in processing order, e.g. `["acl", "route"]`.
+    #[serde(default = "empty_pipeline")]
+    pub pipeline: Spanned<Vec<Spanned<StageKind>>>,
+    #[serde(default)]
+    pub eal: EalConfig,
+    #[serde(default)]
+    pub daemon: DaemonConfig,
+    #[serde(default)]
+    pub mempool: MempoolConfig,
+    #[serde(rename = "port", default)]
+    pub ports: Vec<PortSection>,
+    #[serde(rename = "worker", default)]
+    pub workers: Vec<WorkerSection>,
+    pub forward: Option<Spanned<ForwardConfig>>,
+
+    /// Where the file came from (set by `load`), for error messages.
+    #[serde(skip)]
+    pub source_name: String,
+}
+
+/// The stages a pipeline can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageKind {
+    /// Cross-connect port pairs with MAC rewrite.
+    Forward,
+}
+
+impl StageKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StageKind::Forward => "forward",
+        }
+    }
+}
+
+/// Hugepage policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hugepages {
+    /// Use hugepages when the machine has free ones mounted, else `--no-huge`.
+    #[default]
+    Auto,
+    /// Require hugepages.
+    On,
+    /// Always `--no-huge`.
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EalConfig {
+    /// Extra EAL arguments, appended before command-line overrides.
+    pub args: Vec<String>,
+    pub hugepages: Hugepages,
+    /// Memory EAL reserves (`-m`), MiB.
+    pub memory_mb: u32,
+    /// `--file-prefix`: separates concurrent DPDK processes.
+    pub file_prefix: String,
+    /// CPU of the main (control/stats) thread.
+    pub control_core: u32,
+    /// Disable DPDK's telemetry socket (on by default).
+    pub no_telemetry: bool,
+}
+
+impl Default for EalConfig {
+    fn default() -> Self {
+        EalConfig {
+            args: Vec::new(),
+            hugepages: Hugepages::Auto,
+            memory_mb: 512,
+            file_prefix: "dataplane".into(),
+            control_core: 0,
+            no_telemetry: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// Period of the one-line stats summary in the log, ms; 0 disables it.
+    pub stats_interval_ms: u64,
+    /// Longest time a packet waits in a partly filled TX buffer, µs.
+    pub tx_drain_us: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            stats_interval_ms: 1000,
+            tx_drain_us: 100,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MempoolConfig {
+    /// Mbufs in the pool; 0 sizes it from ports, queues and workers.
+    pub mbufs: u32,
+    /// Per-lcore cache size.
+    pub cache: u32,
+    /// Data room per mbuf, bytes (headroom included).
+    pub data_room: u16,
+}
+
+impl Default for MempoolConfig {
+    fn default() -> Self {
+        MempoolConfig {
+            mbufs: 0,
+            cache: 256,
+            data_room: 2048 + 128,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSection {
+    /// Name used by workers and stages.
+    pub name: Spanned<String>,
+    /// A vdev string (`net_pcap0,rx_pcap=in.pcap`) or a PCI address.
+    pub device: Spanned<String>,
+    #[serde(default = "one")]
+    pub rx_queues: Spanned<u16>,
+    /// Defaults to one per worker (each worker transmits on its own queue).
+    pub tx_queues: Option<Spanned<u16>>,
+    #[serde(default = "default_desc")]
+    pub rx_desc: u16,
+    #[serde(default = "default_desc")]
+    pub tx_desc: u16,
+    pub mtu: Option<u16>,
+    /// Overrides the device's MAC address.
+    pub mac: Option<Mac>,
+    /// The MAC of the station on the other end of the link, used as the
+    /// destination by the `forward` stage (default 02:00:00:00:00:<port index>).
+    pub peer_mac: Option<Mac>,
+    #[serde(default = "yes")]
+    pub promiscuous: bool,
+    /// Interface addresses with their subnet, e.g. `192.0.2.1/24`.
+    #[serde(default)]
+    pub ipv4: Vec<Spanned<Ipv4Cidr>>,
+    #[serde(default)]
+    pub ipv6: Vec<Spanned<Ipv6Cidr>>,
+}
+
+fn empty_pipeline() -> Spanned<Vec<Spanned<StageKind>>> {
+    Spanned::new(0..0, Vec::new())
+}
+fn one() -> Spanned<u16> {
+    Spanned::new(0..0, 1)
+}
+fn default_desc() -> u16 {
+    1024
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSection {
+    /// CPU the worker is pinned to.
+    pub core: Spanned<u32>,
+    /// RX queues it polls: `"port"` (queue 0) or `"port:queue"`.
+    pub rx: Spanned<Vec<Spanned<String>>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardConfig {
+    /// Bidirectional cross-connects: `[["p0", "p1"]]`.
+    pub pairs: Vec<Spanned<Vec<Spanned<String>>>>,
+}
+
+// ---------------------------------------------------------------------------
+// Resolved, validated view used to build the runtime.
+
+/// A worker's resolved RX queue list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RxAssignment {
+    pub port: usize,
+    pub queue: u16,
+}
+
+/// Everything validation derives once so later stages need not recompute.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub port_index: HashMap<String, usize>,
+    /// Per worker, the (port index, queue) pairs it polls.
+    pub worker_rx: Vec<Vec<RxAssignment>>,
+    /// Per port, its tx queue count.
+    pub tx_queues: Vec<u16>,
+    /// For the forward stage: output port index per input port index.
+    pub forward_out: Vec<Option<usize>>,
+}
+
+impl Config {
+    /// Reads, parses and validates `path`.
+    pub fn load(path: &Path) -> Result<(Config, Resolved), ConfigError> {
+        let src = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+            file: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Config::parse(&src, &path.display().to_string())
+    }
+
+    /// Parses and validates `src`; `file` names it in errors.
+    pub fn parse(src: &str, file: &str) -> Result<(Config, Resolved), ConfigError> {
+        let loc = Locator { src, file };
+        let mut cfg: Config = toml::from_str(src).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            loc.error(span, None, e.message().to_string())
+        })?;
+        cfg.source_name = file.to_owned();
+        let resolved = cfg.validate(&loc)?;
+        Ok((cfg, resolved))
+    }
+
+    /// Total mbufs to create when `mempool.mbufs` is 0.
+    pub fn mempool_size(&self, resolved: &Resolved) -> u32 {
+        if self.mempool.mbufs != 0 {
+            return self.mempool.mbufs;
+        }
+        let mut n: u64 = 0;
+        for (i, p) in self.ports.iter().enumerate() {
+            n += u64::from(*p.rx_queues.get_ref()) * u64::from(p.rx_desc);
+            n += u64::from(resolved.tx_queues[i]) * u64::from(p.tx_desc);
+        }
+        let workers = self.workers.len().max(1) as u64;
+        n += workers * (u64::from(self.mempool.cache) + 4 * 64 * self.ports.len() as u64);
+        n += 8192; // pcap replay preload, control traffic, headroom
+        // Mempools are most memory-efficient at 2^k - 1.
+        let n = n.next_power_of_two() - 1;
+        n.min(u64::from(u32::MAX)) as u32
+    }
+
+    fn validate(&self, loc: &Locator) -> Result<Resolved, ConfigError> {
+        if self.ports.is_empty() {
+            return Err(loc.error(0..0, Some("port".into()), "no [[port]] is configured".into()));
+        }
+        if self.workers.is_empty() {
+            return Err(loc.error(0..0, Some("worker".into()), "no [[worker]] is configured".into()));
+        }
+        let mut port_index = HashMap::new();
+        for (i, p) in self.ports.iter().enumerate() {
+            let name = p.name.get_ref();
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(loc.error(
+                    p.name.span(),
+                    Some(format!("port[{i}].name")),
+                    format!("port name `{name}` must be non-empty letters, digits, '_' or '-'"),
+                ));
+            }
+            if port_index.insert(name.clone(), i).is_some() {
+                return Err(loc.error(
+                    p.name.span(),
+                    Some(format!("port[{i}].name")),
+                    format!("duplicate port name `{name}`"),
+                ));
+            }
+            if p.device.get_ref().trim().is_empty() {
+                return Err(loc.error(
+                    p.device.span(),
+                    Some(format!("port[{i}].device")),
+                    "device must name a vdev or PCI address".into(),
+                ));
+            }
+            if *p.rx_queues.get_ref() == 0 {
+                return Err(loc.error(
+                    p.rx_queues.span(),
+                    Some(format!("port[{i}].rx_queues")),
+                    "rx_queues must be at least 1".into(),
+                ));
+            }
+        }
+        let mut devices = HashSet::new();
+        for (i, p) in self.ports.iter().enumerate() {
+            let dev = device_name(p.device.get_ref());
+            if !devices.insert(dev.to_owned()) {
+                return Err(loc.error(
+                    p.device.span(),
+                    Some(format!("port[{i}].device")),
+                    format!("device `{dev}` is used by two ports"),
+                ));
+            }
+        }
+
+        let mut cores = HashSet::new();
+        let mut polled: HashMap<(usize, u16), usize> = HashMap::new();
+        let mut worker_rx = Vec::new();
+        for (w, wk) in self.workers.iter().enumerate() {
+            if !cores.insert(*wk.core.get_ref()) {
+                return Err(loc.error(
+                    wk.core.span(),
+                    Some(format!("worker[{w}].core")),
+                    format!("core {} is used by two workers", wk.core.get_ref()),
+                ));
+            }
+            if wk.rx.get_ref().is_empty() {
+                return Err(loc.error(
+                    wk.rx.span(),
+                    Some(format!("worker[{w}].rx")),
+                    "a worker must poll at least one rx queue".into(),
+                ));
+            }
+            let mut list = Vec::new();
+            for r in wk.rx.get_ref() {
+                let field = Some(format!("worker[{w}].rx"));
+                let (pname, q) = match r.get_ref().split_once(':') {
+                    Some((p, q)) => {
+                        let q: u16 = q.parse().map_err(|_| {
+                            loc.error(r.span(), field.clone(), format!("`{}`: queue `{q}` is not a number", r.get_ref()))
+                        })?;
+                        (p, q)
+                    }
+                    None => (r.get_ref().as_str(), 0),
+                };
+                let Some(&pi) = port_index.get(pname) else {
+                    return Err(loc.error(
+                        r.span(),
+                        field,
+                        format!("unknown port `{pname}` (ports: {})", self.port_names()),
+                    ));
+                };
+                let nq = *self.ports[pi].rx_queues.get_ref();
+                if q >= nq {
+                    return Err(loc.error(
+                        r.span(),
+                        field,
+                        format!("port `{pname}` has {nq} rx queue(s); queue {q} does not exist"),
+                    ));
+                }
+                if let Some(other) = polled.insert((pi, q), w) {
+                    return Err(loc.error(
+                        r.span(),
+                        field,
+                        format!("rx queue {pname}:{q} is already polled by worker[{other}]"),
+                    ));
+                }
+                list.push(RxAssignment { port: pi, queue: q });
+            }
+            worker_rx.push(list);
+        }
+        for (pi, p) in self.ports.iter().enumerate() {
+            for q in 0..*p.rx_queues.get_ref() {
+                if !polled.contains_key(&(pi, q)) {
+                    return Err(loc.error(
+                        p.rx_queues.span().start.max(p.name.span().start)..p.name.span().end,
+                        Some(format!("port[{pi}].rx_queues")),
+                        format!("rx queue {}:{q} is polled by no worker (its packets would be lost)", p.name.get_ref()),
+                    ));
+                }
+            }
+        }
+
+        let mut tx_queues = Vec::new();
+        for (pi, p) in self.ports.iter().enumerate() {
+            let n = match &p.tx_queues {
+                Some(t) => {
+                    if (*t.get_ref() as usize) < self.workers.len() {
+                        return Err(loc.error(
+                            t.span(),
+                            Some(format!("port[{pi}].tx_queues")),
+                            format!("{} tx queue(s) for {} workers: each worker needs its own", t.get_ref(), self.workers.len()),
+                        ));
+                    }
+                    *t.get_ref()
+                }
+                None => self.workers.len() as u16,
+            };
+            tx_queues.push(n);
+        }
+
+        // Pipeline: known stages, each once, each with its section; no
+        // orphan sections.
+        let stages = self.pipeline.get_ref();
+        if stages.is_empty() {
+            return Err(loc.error(
+                self.pipeline.span(),
+                Some("pipeline".into()),
+                "the pipeline is empty: list stages, e.g. pipeline = [\"forward\"]".into(),
+            ));
+        }
+        let mut seen = HashSet::new();
+        for s in stages {
+            if !seen.insert(*s.get_ref()) {
+                return Err(loc.error(
+                    s.span(),
+                    Some("pipeline".into()),
+                    format!("stage `{}` is listed twice", s.get_ref().name()),
+                ));
+            }
+            let has_section = match s.get_ref() {
+                StageKind::Forward => self.forward.is_some(),
+            };
+            if !has_section {
+                return Err(loc.error(
+                    s.span(),
+                    Some("pipeline".into()),
+                    format!("stage `{0}` needs a [{0}] section", s.get_ref().name()),
+                ));
+            }
+        }
+        let mut forward_out = vec![None; self.ports.len()];
+        if let Some(fwd) = &self.forward {
+            if !seen.contains(&StageKind::Forward) {
+                return Err(loc.error(fwd.span(), Some("forward".into()), "[forward] is configured but `forward` is not in the pipeline".into()));
+            }
+            for (k, pair) in fwd.get_ref().pairs.iter().enumerate() {
+                let field = Some(format!("forward.pairs[{k}]"));
+                if pair.get_ref().len() != 2 {
+                    return Err(loc.error(pair.span(), field, "a pair names exactly two ports".into()));
+                }
+                let mut idx = [0usize; 2];
+                for (j, name) in pair.get_ref().iter().enumerate() {
+                    idx[j] = *port_index.get(name.get_ref()).ok_or_else(|| {
+                        loc.error(
+                            name.span(),
+                            field.clone(),
+                            format!("unknown port `{}` (ports: {})", name.get_ref(), self.port_names()),
+                        )
+                    })?;
+                    if forward_out[idx[j]].is_some() {
+                        return Err(loc.error(name.span(), field.clone(), format!("port `{}` is in two pairs", name.get_ref())));
+                    }
+                }
+                if idx[0] == idx[1] {
+                    // A port paired with itself is a hairpin: allowed.
+                    forward_out[idx[0]] = Some(idx[0]);
+                } else {
+                    forward_out[idx[0]] = Some(idx[1]);
+                    forward_out[idx[1]] = Some(idx[0]);
+                }
+            }
+        }
+
+        Ok(Resolved {
+            port_index,
+            worker_rx,
+            tx_queues,
+            forward_out,
+        })
+    }
+
+    fn port_names(&self) -> String {
+        self.ports
+            .iter()
+            .map(|p| p.name.get_ref().as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The stage list without spans.
+    pub fn stages(&self) -> Vec<StageKind> {
+        self.pipeline.get_ref().iter().map(|s| *s.get_ref()).collect()
+    }
+}
+
+/// The device name EAL knows a port by: the vdev string up to its first comma.
+pub fn device_name(device: &str) -> &str {
+    device.split(',').next().unwrap_or(device).trim()
+}
+
+/// Whether `device` is a virtual device (passed to EAL with `--vdev`).
+pub fn is_vdev(device: &str) -> bool {
+    device_name(device).starts_with("net_") || device_name(device).starts_with("eth_")
+}
+
+// ---------------------------------------------------------------------------
+// Locating errors
+
+/// Turns byte spans into line/column and a dotted field path.
+struct Locator<'a> {
+    src: &'a str,
+    file: &'a str,
+}
+
+impl Locator<'_> {
+    fn error(&self, span: Range<usize>, field: Option<String>, message: String) -> ConfigError {
+        let start = span.start.min(self.src.len());
+        let before = &self.src[..start];
+        let line = before.matches('\n').count() + 1;
+        let column = start - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        let field = field.unwrap_or_else(|| self.field_at(start, line));
+        ConfigError::Invalid {
+            file: self.file.to_owned(),
+            line,
+            column,
+            field,
+            message,
+        }
+    }
+
+    /// The dotted path of the key on `line`, from the table headers above it
+    /// (`[[port]]` counted so the path reads `port[1].mac`).
+    fn field_at(&self, offset: usize, line: usize) -> String {
+        let mut table = String::new();
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for l in self.src.lines().take(line.saturating_sub(1)) {
+            let t = l.trim();
+            if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+                let name = name.trim().to_owned();
+                let c = counts.entry(name.clone()).and_modify(|c| *c += 1).or_insert(0);
+                table = format!("{name}[{c}]");
+            } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+                table = name.trim().to_owned();
+            }
+        }
+        let text = self.src.lines().nth(line - 1).unwrap_or("");
+        let t = text.trim();
+        let key = if t.starts_with('[') {
+            // The header line itself (e.g. an unknown [section]).
+            return t.trim_matches(|c| c == '[' || c == ']').trim().to_owned();
+        } else if let Some((k, _)) = t.split_once('=') {
+            k.trim().trim_matches('"').to_owned()
+        } else {
+            let _ = offset;
+            String::new()
+        };
+        match (table.is_empty(), key.is_empty()) {
+            (true, _) => key,
+            (false, true) => table,
+            (false, false) => format!("{table}.{key}"),
+        }
+    }
+}
+
+/// Path of the file an error refers to, for `main`.
+pub fn display_path(p: &Path) -> PathBuf {
+    p.to_path_buf()
+}

@@ -1,0 +1,143 @@
+//! The Environment Abstraction Layer: initialised once per process, it owns
+//! hugepage memory, the lcore threads and the device buses.
+//!
+//! Workers run on EAL lcores (`rte_eal_remote_launch`): EAL pins each lcore
+//! thread and gives it an lcore id, which is what makes the mempool's per-lcore
+//! caches work. Closures are boxed and started through an `extern "C"`
+//! trampoline that catches panics, so no unwind ever crosses into C.
+use super::error::{self, DpdkError};
+use std::ffi::{c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// An EAL lcore id (not necessarily the CPU number: `--lcores` can remap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LcoreId(pub u32);
+
+static INITIALISED: AtomicBool = AtomicBool::new(false);
+
+/// Proof that EAL is up. Dropping it calls `rte_eal_cleanup`; everything that
+/// came from DPDK (ports, mempools, rings, tables) must be dropped first.
+pub struct Eal {
+    _private: (),
+}
+
+impl Eal {
+    /// Initialises EAL from command-line style arguments (`args[0]` is the
+    /// program name). Fails if EAL was already initialised in this process.
+    pub fn init<S: AsRef<str>>(args: &[S]) -> Result<Eal, DpdkError> {
+        if INITIALISED.swap(true, Ordering::SeqCst) {
+            return Err(DpdkError::Invalid(
+                "EAL is already initialised in this process".into(),
+            ));
+        }
+        let cargs: Vec<CString> = args
+            .iter()
+            .map(|a| CString::new(a.as_ref()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| DpdkError::Invalid("EAL argument contains a NUL byte".into()))?;
+        // EAL may keep pointers into argv (e.g. for devargs), so argv lives
+        // for the rest of the process.
+        let argv: &'static mut [*mut libc::c_char] = Box::leak(
+            cargs
+                .into_iter()
+                .map(CString::into_raw)
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        // SAFETY: argv holds argc valid NUL-terminated strings that are never
+        // freed; rte_eal_init is called at most once (checked above).
+        let rc = unsafe { dpdk_sys::rte_eal_init(argv.len() as i32, argv.as_mut_ptr()) };
+        if rc < 0 {
+            INITIALISED.store(false, Ordering::SeqCst);
+            return Err(error::last("rte_eal_init"));
+        }
+        Ok(Eal { _private: () })
+    }
+
+    /// The lcore the calling thread runs on (`u32::MAX` for foreign threads).
+    pub fn current_lcore() -> LcoreId {
+        // SAFETY: reads a thread-local through the shim.
+        LcoreId(unsafe { dpdk_sys::shim_rte_lcore_id() })
+    }
+
+    pub fn main_lcore(&self) -> LcoreId {
+        // SAFETY: EAL is initialised (self exists).
+        LcoreId(unsafe { dpdk_sys::rte_get_main_lcore() })
+    }
+
+    /// Every enabled lcore except the main one, in id order.
+    pub fn worker_lcores(&self) -> Vec<LcoreId> {
+        let main = self.main_lcore();
+        (0..dpdk_sys::RTE_MAX_LCORE)
+            // SAFETY: EAL is initialised; any id below RTE_MAX_LCORE is valid input.
+            .filter(|&id| unsafe { dpdk_sys::rte_lcore_is_enabled(id) } != 0)
+            .map(LcoreId)
+            .filter(|&l| l != main)
+            .collect()
+    }
+
+    /// The CPU an lcore is pinned to.
+    pub fn lcore_cpu(&self, lcore: LcoreId) -> i32 {
+        // SAFETY: EAL is initialised; out-of-range ids return -1.
+        unsafe { dpdk_sys::rte_lcore_to_cpu_id(lcore.0 as i32) }
+    }
+
+    /// TSC ticks per second, measured by EAL at start.
+    pub fn tsc_hz(&self) -> u64 {
+        // SAFETY: EAL is initialised.
+        unsafe { dpdk_sys::rte_get_tsc_hz() }
+    }
+
+    /// Runs `f` on worker lcore `lcore`. A panic in `f` is caught, logged and
+    /// reported as exit code -1 by [`Eal::wait`].
+    pub fn launch<F>(&self, lcore: LcoreId, f: F) -> Result<(), DpdkError>
+    where
+        F: FnOnce() -> i32 + Send + 'static,
+    {
+        type Job = Box<dyn FnOnce() -> i32 + Send>;
+        unsafe extern "C" fn trampoline(arg: *mut c_void) -> i32 {
+            // SAFETY: arg is the Box<Job> leaked by launch below, consumed once.
+            let job: Box<Job> = unsafe { Box::from_raw(arg as *mut Job) };
+            match catch_unwind(AssertUnwindSafe(move || (*job)())) {
+                Ok(rc) => rc,
+                Err(_) => {
+                    tracing::error!("worker on lcore panicked");
+                    -1
+                }
+            }
+        }
+        let job: Box<Job> = Box::new(Box::new(f));
+        let arg = Box::into_raw(job) as *mut c_void;
+        // SAFETY: trampoline matches lcore_function_t; arg stays valid until
+        // the trampoline takes it back.
+        let rc = unsafe { dpdk_sys::rte_eal_remote_launch(Some(trampoline), arg, lcore.0) };
+        if rc < 0 {
+            // SAFETY: the launch failed, so the trampoline never saw arg.
+            drop(unsafe { Box::from_raw(arg as *mut Job) });
+            return Err(error::from_errno("rte_eal_remote_launch", -rc));
+        }
+        Ok(())
+    }
+
+    /// Waits for the job on `lcore` and returns its exit code.
+    pub fn wait(&self, lcore: LcoreId) -> i32 {
+        // SAFETY: EAL is initialised; waiting on an idle lcore returns at once.
+        unsafe { dpdk_sys::rte_eal_wait_lcore(lcore.0) }
+    }
+}
+
+impl Drop for Eal {
+    fn drop(&mut self) {
+        // SAFETY: the owner dropped every DPDK object first (documented contract).
+        unsafe {
+            dpdk_sys::rte_eal_cleanup();
+        }
+    }
+}
+
+/// Sets `rte_errno` (tests of the error path).
+pub fn set_rte_errno(v: i32) {
+    // SAFETY: writes the calling thread's rte_errno.
+    unsafe { dpdk_sys::shim_set_rte_errno(v) }
+}

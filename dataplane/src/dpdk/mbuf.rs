@@ -1,0 +1,247 @@
+//! An owned packet buffer. `Mbuf` is one non-null pointer (`Option<Mbuf>` is
+//! too), freed on drop, `Send` but not `Sync`. Per-packet accessors read the
+//! bindgen struct fields directly so they inline; only alloc/free and
+//! length changes go through the C shim.
+use crate::burst::Burst;
+use std::ptr::NonNull;
+
+#[repr(transparent)]
+pub struct Mbuf(NonNull<dpdk_sys::rte_mbuf>);
+
+// SAFETY: an mbuf is owned by exactly one Mbuf value; moving it between
+// threads is how DPDK apps pass packets (rings). Not Sync: no shared access.
+unsafe impl Send for Mbuf {}
+
+impl Mbuf {
+    /// Takes ownership of a raw mbuf.
+    ///
+    /// # Safety
+    /// `p` must be a valid, single-segment or chained mbuf owned by nobody else.
+    #[inline]
+    pub unsafe fn from_raw(p: NonNull<dpdk_sys::rte_mbuf>) -> Mbuf {
+        Mbuf(p)
+    }
+
+    /// Gives up ownership; the caller must free or transmit the pointer.
+    #[inline]
+    pub fn into_raw(self) -> NonNull<dpdk_sys::rte_mbuf> {
+        let p = self.0;
+        std::mem::forget(self);
+        p
+    }
+
+    #[inline(always)]
+    fn raw(&self) -> &dpdk_sys::rte_mbuf {
+        // SAFETY: self owns a live mbuf for its whole lifetime.
+        unsafe { self.0.as_ref() }
+    }
+
+    #[inline(always)]
+    fn raw_mut(&mut self) -> &mut dpdk_sys::rte_mbuf {
+        // SAFETY: as above, and &mut self gives exclusive access.
+        unsafe { self.0.as_mut() }
+    }
+
+    /// Bytes in the first segment (the whole packet unless chained).
+    #[inline(always)]
+    pub fn data_len(&self) -> usize {
+        self.raw().data_len as usize
+    }
+
+    /// Bytes of the whole packet, all segments.
+    #[inline(always)]
+    pub fn pkt_len(&self) -> usize {
+        self.raw().pkt_len as usize
+    }
+
+    #[inline(always)]
+    pub fn nb_segs(&self) -> u16 {
+        self.raw().nb_segs
+    }
+
+    #[inline(always)]
+    fn data_ptr(&self) -> *mut u8 {
+        let m = self.raw();
+        // SAFETY: buf_addr + data_off is inside the mbuf's buffer (DPDK invariant).
+        unsafe { (m.buf_addr as *mut u8).add(m.data_off as usize) }
+    }
+
+    /// The first segment's packet bytes (rte_pktmbuf_mtod).
+    #[inline(always)]
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: data_len bytes from the data pointer are the segment's data,
+        // owned by this mbuf and alive while &self is.
+        unsafe { std::slice::from_raw_parts(self.data_ptr(), self.data_len()) }
+    }
+
+    #[inline(always)]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as data(); &mut self is exclusive. Refcount >1 (clones) is
+        // never produced by this crate.
+        unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), self.data_len()) }
+    }
+
+    /// Input port set by the PMD on receive.
+    #[inline(always)]
+    pub fn port(&self) -> u16 {
+        self.raw().port
+    }
+
+    #[inline(always)]
+    pub fn set_port(&mut self, port: u16) {
+        self.raw_mut().port = port;
+    }
+
+    /// RTE_PTYPE_* bits from the PMD (0 when the device does not parse).
+    #[inline(always)]
+    pub fn packet_type(&self) -> u32 {
+        // SAFETY: reading the u32 arm of a plain-data union.
+        unsafe { self.raw().__bindgen_anon_1.packet_type }
+    }
+
+    /// RSS hash from the NIC, valid when `ol_flags` has RTE_MBUF_F_RX_RSS_HASH.
+    #[inline(always)]
+    pub fn rss_hash(&self) -> Option<u32> {
+        if self.raw().ol_flags & dpdk_sys::RTE_MBUF_F_RX_RSS_HASH as u64 != 0 {
+            // SAFETY: the flag says the rss arm is the valid one.
+            Some(unsafe { self.raw().__bindgen_anon_2.hash.rss })
+        } else {
+            None
+        }
+    }
+
+    #[inline(always)]
+    pub fn ol_flags(&self) -> u64 {
+        self.raw().ol_flags
+    }
+
+    #[inline(always)]
+    pub fn set_ol_flags(&mut self, flags: u64) {
+        self.raw_mut().ol_flags = flags;
+    }
+
+    /// Bytes free before the data (for prepend).
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        self.raw().data_off as usize
+    }
+
+    /// Bytes free after the last segment's data (for append).
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        let m = self.raw();
+        m.buf_len as usize - m.data_off as usize - m.data_len as usize
+    }
+
+    /// Extends the packet by `len` bytes at the end; `None` without tailroom.
+    #[inline]
+    pub fn append(&mut self, len: usize) -> Option<&mut [u8]> {
+        let len16 = u16::try_from(len).ok()?;
+        // SAFETY: self owns the mbuf; the shim returns NULL when it does not fit.
+        let p = unsafe { dpdk_sys::shim_rte_pktmbuf_append(self.0.as_ptr(), len16) };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: DPDK just made these len bytes part of the (last) segment.
+        Some(unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) })
+    }
+
+    /// Removes `len` bytes from the end; false if the packet is shorter.
+    #[inline]
+    pub fn trim(&mut self, len: usize) -> bool {
+        let Ok(len16) = u16::try_from(len) else {
+            return false;
+        };
+        // SAFETY: self owns the mbuf; DPDK checks the length.
+        unsafe { dpdk_sys::shim_rte_pktmbuf_trim(self.0.as_ptr(), len16) == 0 }
+    }
+
+    /// Grows or shrinks a single-segment packet to exactly `len` bytes.
+    pub fn resize(&mut self, len: usize) -> bool {
+        let cur = self.data_len();
+        if self.nb_segs() != 1 {
+            return false;
+        }
+        if len >= cur {
+            self.append(len - cur).is_some()
+        } else {
+            self.trim(cur - len)
+        }
+    }
+
+    /// Extends the packet by `len` bytes at the front; `None` without headroom.
+    #[inline]
+    pub fn prepend(&mut self, len: usize) -> Option<&mut [u8]> {
+        let len16 = u16::try_from(len).ok()?;
+        // SAFETY: self owns the mbuf; the shim returns NULL without headroom.
+        let p = unsafe { dpdk_sys::shim_rte_pktmbuf_prepend(self.0.as_ptr(), len16) };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: DPDK just made these len bytes the start of the data.
+        Some(unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) })
+    }
+
+    /// Removes `len` bytes from the front; false if the segment is shorter.
+    #[inline]
+    pub fn adj(&mut self, len: usize) -> bool {
+        let Ok(len16) = u16::try_from(len) else {
+            return false;
+        };
+        // SAFETY: self owns the mbuf; DPDK checks the length.
+        unsafe { !dpdk_sys::shim_rte_pktmbuf_adj(self.0.as_ptr(), len16).is_null() }
+    }
+
+    /// Prefetches the mbuf header's first cache line.
+    #[inline(always)]
+    pub fn prefetch_header(&self) {
+        super::prefetch(self.0.as_ptr());
+    }
+
+    /// Prefetches the first cache line of packet data.
+    #[inline(always)]
+    pub fn prefetch_data(&self) {
+        super::prefetch(self.data_ptr());
+    }
+}
+
+impl Drop for Mbuf {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own the mbuf; freeing returns it (and its chain) to its pool.
+        unsafe { dpdk_sys::shim_rte_pktmbuf_free(self.0.as_ptr()) }
+    }
+}
+
+/// Frees every packet of a burst with one `rte_pktmbuf_free_bulk` call and
+/// leaves the burst empty. Empty slots (None = NULL) are skipped by DPDK.
+pub fn free_bulk<const N: usize>(burst: &mut Burst<Mbuf, N>) {
+    let len = burst.len();
+    if len == 0 {
+        return;
+    }
+    let slots = burst.slots_mut();
+    // SAFETY: Option<Mbuf> has the layout of *mut rte_mbuf (repr(transparent)
+    // NonNull, None = NULL); free_bulk accepts NULL entries. Afterwards the
+    // slots are overwritten with None without running Mbuf's Drop.
+    unsafe {
+        dpdk_sys::rte_pktmbuf_free_bulk(
+            slots.as_mut_ptr() as *mut *mut dpdk_sys::rte_mbuf,
+            len as u32,
+        );
+        for s in &mut slots[..len] {
+            std::ptr::write(s, None);
+        }
+    }
+    burst.set_len(0);
+}
+
+/// The burst's slot array as DPDK's `struct rte_mbuf **`.
+#[inline(always)]
+pub(crate) fn slots_as_raw<const N: usize>(
+    burst: &mut Burst<Mbuf, N>,
+) -> *mut *mut dpdk_sys::rte_mbuf {
+    burst.slots_mut().as_mut_ptr() as *mut *mut dpdk_sys::rte_mbuf
+}
+
+const _: () = assert!(std::mem::size_of::<Option<Mbuf>>() == std::mem::size_of::<usize>());

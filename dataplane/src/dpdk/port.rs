@@ -1,0 +1,414 @@
+//! Ethernet ports: configure N rx/tx queues, start/stop, link, stats.
+//!
+//! A `Port` owns the device's lifecycle (stopped and closed on drop). The hot
+//! path uses `RxQueue`/`TxQueue` tokens instead: each is handed out once, so a
+//! queue is polled by exactly one worker, which is what DPDK's lock-free
+//! burst functions require.
+use super::error::{self, check, DpdkError};
+use super::mbuf::{free_bulk, slots_as_raw, Mbuf};
+use super::mempool::Mempool;
+use crate::burst::Burst;
+use std::ffi::{CStr, CString};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortId(pub u16);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueId(pub u16);
+
+// Offload bits from rte_ethdev.h (RTE_BIT64 macros bindgen cannot evaluate).
+const RX_OFFLOAD_RSS_HASH: u64 = 1 << 19;
+pub const TX_OFFLOAD_IPV4_CKSUM: u64 = 1 << 1;
+const TX_OFFLOAD_MBUF_FAST_FREE: u64 = 1 << 16;
+
+/// What to ask of a port.
+#[derive(Debug, Clone)]
+pub struct PortConfig {
+    pub rx_queues: u16,
+    pub tx_queues: u16,
+    pub rx_desc: u16,
+    pub tx_desc: u16,
+    pub mtu: Option<u16>,
+    pub promiscuous: bool,
+    pub mac: Option<[u8; 6]>,
+}
+
+/// What the device says it can do.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    pub driver: String,
+    pub max_rx_queues: u16,
+    pub max_tx_queues: u16,
+    pub rx_offload_capa: u64,
+    pub tx_offload_capa: u64,
+    pub flow_type_rss_offloads: u64,
+    pub min_mtu: u16,
+    pub max_mtu: u16,
+    pub socket: i32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStatus {
+    pub up: bool,
+    pub speed_mbps: u32,
+}
+
+/// Basic ethdev counters (`rte_eth_stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortStats {
+    pub ipackets: u64,
+    pub opackets: u64,
+    pub ibytes: u64,
+    pub obytes: u64,
+    pub imissed: u64,
+    pub ierrors: u64,
+    pub oerrors: u64,
+    pub rx_nombuf: u64,
+}
+
+pub struct Port {
+    id: PortId,
+    name: String,
+    info: DeviceInfo,
+    started: bool,
+    tx_offloads: u64,
+    rx_taken: Vec<bool>,
+    tx_taken: Vec<bool>,
+    _pool: Arc<Mempool>,
+}
+
+/// Looks up a probed device by name (`net_pcap0`, `0000:03:00.0`).
+pub fn port_id_by_name(name: &str) -> Result<PortId, DpdkError> {
+    let c = CString::new(name).map_err(|_| DpdkError::Invalid("port name".into()))?;
+    let mut id = 0u16;
+    // SAFETY: c outlives the call; id is a valid out pointer.
+    check("rte_eth_dev_get_port_by_name", unsafe {
+        dpdk_sys::rte_eth_dev_get_port_by_name(c.as_ptr(), &mut id)
+    })?;
+    Ok(PortId(id))
+}
+
+/// Number of ports EAL probed.
+pub fn port_count() -> u16 {
+    // SAFETY: no arguments; valid after EAL init.
+    unsafe { dpdk_sys::rte_eth_dev_count_avail() }
+}
+
+fn device_info(id: PortId) -> Result<DeviceInfo, DpdkError> {
+    let mut info = dpdk_sys::rte_eth_dev_info::default();
+    // SAFETY: info is a valid out struct for this call.
+    check("rte_eth_dev_info_get", unsafe {
+        dpdk_sys::rte_eth_dev_info_get(id.0, &mut info)
+    })?;
+    let driver = if info.driver_name.is_null() {
+        String::new()
+    } else {
+        // SAFETY: driver_name is a static NUL-terminated string in the PMD.
+        unsafe { CStr::from_ptr(info.driver_name) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    // SAFETY: id is a valid port.
+    let socket = unsafe { dpdk_sys::rte_eth_dev_socket_id(id.0) };
+    Ok(DeviceInfo {
+        driver,
+        max_rx_queues: info.max_rx_queues,
+        max_tx_queues: info.max_tx_queues,
+        rx_offload_capa: info.rx_offload_capa,
+        tx_offload_capa: info.tx_offload_capa,
+        flow_type_rss_offloads: info.flow_type_rss_offloads,
+        min_mtu: info.min_mtu,
+        max_mtu: info.max_mtu,
+        socket,
+    })
+}
+
+impl Port {
+    /// Configures the device `name` with `cfg`; RX queues take mbufs from `pool`.
+    pub fn configure(name: &str, cfg: &PortConfig, pool: Arc<Mempool>) -> Result<Port, DpdkError> {
+        let id = port_id_by_name(name)?;
+        let info = device_info(id)?;
+        if cfg.rx_queues == 0 || cfg.rx_queues > info.max_rx_queues {
+            return Err(DpdkError::Invalid(format!(
+                "port {name}: {} rx queues requested, device {} supports 1..={}",
+                cfg.rx_queues, info.driver, info.max_rx_queues
+            )));
+        }
+        if cfg.tx_queues == 0 || cfg.tx_queues > info.max_tx_queues {
+            return Err(DpdkError::Invalid(format!(
+                "port {name}: {} tx queues requested, device {} supports 1..={}",
+                cfg.tx_queues, info.driver, info.max_tx_queues
+            )));
+        }
+        let mut conf = dpdk_sys::rte_eth_conf::default();
+        if cfg.rx_queues > 1 && info.flow_type_rss_offloads != 0 {
+            conf.rxmode.mq_mode = dpdk_sys::RTE_ETH_MQ_RX_RSS;
+            conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads;
+            conf.rxmode.offloads |= RX_OFFLOAD_RSS_HASH & info.rx_offload_capa;
+        }
+        if let Some(mtu) = cfg.mtu {
+            if mtu < info.min_mtu || mtu > info.max_mtu {
+                return Err(DpdkError::Invalid(format!(
+                    "port {name}: mtu {mtu} outside the device's range {}..={}",
+                    info.min_mtu, info.max_mtu
+                )));
+            }
+            conf.rxmode.mtu = mtu as u32;
+        }
+        // Every mbuf comes from one pool with refcount 1: fast free is safe.
+        let tx_offloads =
+            (TX_OFFLOAD_MBUF_FAST_FREE | TX_OFFLOAD_IPV4_CKSUM) & info.tx_offload_capa;
+        conf.txmode.offloads = tx_offloads;
+        // SAFETY: id is valid, conf fully initialised.
+        check("rte_eth_dev_configure", unsafe {
+            dpdk_sys::rte_eth_dev_configure(id.0, cfg.rx_queues, cfg.tx_queues, &conf)
+        })?;
+        let (mut rx_desc, mut tx_desc) = (cfg.rx_desc, cfg.tx_desc);
+        // SAFETY: id valid; the desc counts are in/out parameters.
+        check("rte_eth_dev_adjust_nb_rx_tx_desc", unsafe {
+            dpdk_sys::rte_eth_dev_adjust_nb_rx_tx_desc(id.0, &mut rx_desc, &mut tx_desc)
+        })?;
+        let socket = if info.socket < 0 { 0 } else { info.socket as u32 };
+        for q in 0..cfg.rx_queues {
+            // SAFETY: id/q valid; NULL rxconf = driver defaults; pool outlives
+            // the port (the Port holds an Arc to it).
+            check("rte_eth_rx_queue_setup", unsafe {
+                dpdk_sys::rte_eth_rx_queue_setup(
+                    id.0,
+                    q,
+                    rx_desc,
+                    socket,
+                    std::ptr::null(),
+                    pool.as_ptr(),
+                )
+            })?;
+        }
+        for q in 0..cfg.tx_queues {
+            // SAFETY: id/q valid; NULL txconf = driver defaults + port offloads.
+            check("rte_eth_tx_queue_setup", unsafe {
+                dpdk_sys::rte_eth_tx_queue_setup(id.0, q, tx_desc, socket, std::ptr::null())
+            })?;
+        }
+        if let Some(mac) = cfg.mac {
+            let mut a = dpdk_sys::rte_ether_addr { addr_bytes: mac };
+            // SAFETY: id valid, a is a valid address struct.
+            check("rte_eth_dev_default_mac_addr_set", unsafe {
+                dpdk_sys::rte_eth_dev_default_mac_addr_set(id.0, &mut a)
+            })?;
+        }
+        if cfg.promiscuous {
+            // Not every virtual device supports it; a refusal is not fatal.
+            // SAFETY: id valid.
+            let rc = unsafe { dpdk_sys::rte_eth_promiscuous_enable(id.0) };
+            if rc < 0 && rc != -(libc::ENOTSUP) {
+                tracing::warn!(port = name, "promiscuous mode: {}", error::strerror(-rc));
+            }
+        }
+        Ok(Port {
+            id,
+            name: name.to_owned(),
+            info,
+            started: false,
+            tx_offloads,
+            rx_taken: vec![false; cfg.rx_queues as usize],
+            tx_taken: vec![false; cfg.tx_queues as usize],
+            _pool: pool,
+        })
+    }
+
+    pub fn id(&self) -> PortId {
+        self.id
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// TX offloads enabled on this port (subset of TX_OFFLOAD_*).
+    pub fn tx_offloads(&self) -> u64 {
+        self.tx_offloads
+    }
+
+    pub fn start(&mut self) -> Result<(), DpdkError> {
+        // SAFETY: configured port.
+        check("rte_eth_dev_start", unsafe {
+            dpdk_sys::rte_eth_dev_start(self.id.0)
+        })?;
+        self.started = true;
+        Ok(())
+    }
+
+    /// Stops the port; queued RX mbufs go back to the pool on close.
+    pub fn stop(&mut self) -> Result<(), DpdkError> {
+        if self.started {
+            self.started = false;
+            // SAFETY: started port; workers using its queues have been joined
+            // (and even if not, stopped ports switch to dummy burst functions).
+            check("rte_eth_dev_stop", unsafe {
+                dpdk_sys::rte_eth_dev_stop(self.id.0)
+            })?;
+        }
+        Ok(())
+    }
+
+    pub fn mac(&self) -> [u8; 6] {
+        let mut a = dpdk_sys::rte_ether_addr::default();
+        // SAFETY: id valid; a is a valid out struct.
+        unsafe { dpdk_sys::rte_eth_macaddr_get(self.id.0, &mut a) };
+        a.addr_bytes
+    }
+
+    pub fn link(&self) -> LinkStatus {
+        let mut l = dpdk_sys::rte_eth_link::default();
+        // SAFETY: id valid; l is a valid out struct.
+        let rc = unsafe { dpdk_sys::rte_eth_link_get_nowait(self.id.0, &mut l) };
+        if rc < 0 {
+            return LinkStatus::default();
+        }
+        LinkStatus {
+            up: l.link_status() != 0,
+            speed_mbps: l.link_speed,
+        }
+    }
+
+    pub fn stats(&self) -> PortStats {
+        stats(self.id)
+    }
+
+    /// Extended statistics as (name, value) pairs.
+    pub fn xstats(&self) -> Vec<(String, u64)> {
+        // SAFETY: a NULL buffer asks for the count.
+        let n = unsafe { dpdk_sys::rte_eth_xstats_get_names(self.id.0, std::ptr::null_mut(), 0) };
+        if n <= 0 {
+            return Vec::new();
+        }
+        let mut names = vec![dpdk_sys::rte_eth_xstat_name::default(); n as usize];
+        let mut vals = vec![dpdk_sys::rte_eth_xstat::default(); n as usize];
+        // SAFETY: both buffers hold n entries.
+        let (a, b) = unsafe {
+            (
+                dpdk_sys::rte_eth_xstats_get_names(self.id.0, names.as_mut_ptr(), n as u32),
+                dpdk_sys::rte_eth_xstats_get(self.id.0, vals.as_mut_ptr(), n as u32),
+            )
+        };
+        if a != n || b != n {
+            return Vec::new();
+        }
+        vals.iter()
+            .map(|v| {
+                let nm = &names[v.id as usize].name;
+                // SAFETY: DPDK NUL-terminates xstat names within 64 bytes.
+                let s = unsafe { CStr::from_ptr(nm.as_ptr()) }.to_string_lossy().into_owned();
+                (s, v.value)
+            })
+            .collect()
+    }
+
+    /// Hands out RX queue `q` once.
+    pub fn take_rx_queue(&mut self, q: QueueId) -> Option<RxQueue> {
+        let slot = self.rx_taken.get_mut(q.0 as usize)?;
+        if std::mem::replace(slot, true) {
+            return None;
+        }
+        Some(RxQueue { port: self.id, queue: q })
+    }
+
+    /// Hands out TX queue `q` once.
+    pub fn take_tx_queue(&mut self, q: QueueId) -> Option<TxQueue> {
+        let slot = self.tx_taken.get_mut(q.0 as usize)?;
+        if std::mem::replace(slot, true) {
+            return None;
+        }
+        Some(TxQueue { port: self.id, queue: q })
+    }
+}
+
+/// Counters of any port by id (for the stats thread).
+pub fn stats(id: PortId) -> PortStats {
+    let mut s = dpdk_sys::rte_eth_stats::default();
+    // SAFETY: s is a valid out struct; an invalid id returns an error code.
+    if unsafe { dpdk_sys::rte_eth_stats_get(id.0, &mut s) } != 0 {
+        return PortStats::default();
+    }
+    PortStats {
+        ipackets: s.ipackets,
+        opackets: s.opackets,
+        ibytes: s.ibytes,
+        obytes: s.obytes,
+        imissed: s.imissed,
+        ierrors: s.ierrors,
+        oerrors: s.oerrors,
+        rx_nombuf: s.rx_nombuf,
+    }
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        let _ = self.stop();
+        // SAFETY: the port is stopped; close releases its queues and the mbufs
+        // still held in RX rings.
+        unsafe { dpdk_sys::rte_eth_dev_close(self.id.0) };
+    }
+}
+
+/// The right to poll one RX queue. Not Clone: one poller per queue.
+#[derive(Debug)]
+pub struct RxQueue {
+    pub port: PortId,
+    pub queue: QueueId,
+}
+
+impl RxQueue {
+    /// Fills the free tail of `burst`; returns how many packets arrived.
+    #[inline(always)]
+    pub fn rx_burst<const N: usize>(&mut self, burst: &mut Burst<Mbuf, N>) -> usize {
+        let len = burst.len();
+        let room = (N - len) as u16;
+        let slots = slots_as_raw(burst);
+        // SAFETY: slots[len..N] are empty (NULL); the PMD writes up to `room`
+        // owned mbuf pointers there. This token is the queue's only poller.
+        let n = unsafe {
+            dpdk_sys::shim_rte_eth_rx_burst(self.port.0, self.queue.0, slots.add(len), room)
+        } as usize;
+        burst.set_len(len + n);
+        n
+    }
+}
+
+/// The right to transmit on one TX queue. Not Clone: one sender per queue.
+#[derive(Debug)]
+pub struct TxQueue {
+    pub port: PortId,
+    pub queue: QueueId,
+}
+
+impl TxQueue {
+    /// Sends the burst; the driver owns what it accepted. Packets it refused
+    /// are freed in bulk and their count returned as `(sent, dropped)`.
+    #[inline(always)]
+    pub fn tx_burst_or_free<const N: usize>(&mut self, burst: &mut Burst<Mbuf, N>) -> (usize, usize) {
+        let len = burst.len();
+        if len == 0 {
+            return (0, 0);
+        }
+        let slots = slots_as_raw(burst);
+        // SAFETY: slots[..len] are owned mbufs; the PMD takes the first n.
+        let n = unsafe {
+            dpdk_sys::shim_rte_eth_tx_burst(self.port.0, self.queue.0, slots, len as u16)
+        } as usize;
+        let s = burst.slots_mut();
+        for slot in &mut s[..n] {
+            // SAFETY: the driver owns these now: clear without freeing.
+            unsafe { std::ptr::write(slot, None) };
+        }
+        let dropped = len - n;
+        free_bulk(burst);
+        burst.set_len(0);
+        (n, dropped)
+    }
+}

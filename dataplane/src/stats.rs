@@ -1,0 +1,147 @@
+//! Counters: per-worker, each on its own cache lines, written only by its
+//! worker (plain load + store, no atomic read-modify-write) and read by the
+//! control thread; plus the snapshots and reports built from them.
+use crate::pipeline::DropReason;
+use crossbeam_utils::CachePadded;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A counter with a single writer. `add` is a relaxed load and store: cheap,
+/// and correct because no other thread writes it.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline(always)]
+    pub fn add(&self, n: u64) {
+        let v = self.0.load(Ordering::Relaxed);
+        self.0.store(v.wrapping_add(n), Ordering::Relaxed);
+    }
+    #[inline(always)]
+    pub fn set(&self, v: u64) {
+        self.0.store(v, Ordering::Relaxed);
+    }
+    #[inline(always)]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One worker's counters.
+#[derive(Debug, Default)]
+pub struct WorkerCounters {
+    pub rx: Counter,
+    pub tx: Counter,
+    pub drops: [Counter; DropReason::COUNT],
+    /// Loop iterations in which no queue had a packet.
+    pub empty_polls: Counter,
+    /// TSC cycles spent in iterations that had packets.
+    pub busy_cycles: Counter,
+    /// TSC cycles since the worker started.
+    pub total_cycles: Counter,
+    pub bursts: Counter,
+}
+
+/// Cache-line padded so workers never share a line.
+pub type WorkerStats = CachePadded<WorkerCounters>;
+
+impl WorkerCounters {
+    #[inline(always)]
+    pub fn count_drop(&self, reason: DropReason, n: u64) {
+        self.drops[reason as usize].add(n);
+    }
+
+    pub fn snapshot(&self) -> WorkerSnapshot {
+        WorkerSnapshot {
+            rx: self.rx.get(),
+            tx: self.tx.get(),
+            drops: DropReason::ALL
+                .iter()
+                .map(|r| (r.name().to_owned(), self.drops[*r as usize].get()))
+                .filter(|(_, v)| *v != 0)
+                .collect(),
+            empty_polls: self.empty_polls.get(),
+            busy_cycles: self.busy_cycles.get(),
+            total_cycles: self.total_cycles.get(),
+            bursts: self.bursts.get(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct WorkerSnapshot {
+    pub rx: u64,
+    pub tx: u64,
+    /// Non-zero drop counters by reason name.
+    pub drops: BTreeMap<String, u64>,
+    pub empty_polls: u64,
+    pub busy_cycles: u64,
+    pub total_cycles: u64,
+    pub bursts: u64,
+}
+
+impl WorkerSnapshot {
+    pub fn dropped(&self) -> u64 {
+        self.drops.values().sum()
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PortReport {
+    pub name: String,
+    pub device: String,
+    pub driver: String,
+    pub mac: String,
+    pub ipackets: u64,
+    pub opackets: u64,
+    pub ibytes: u64,
+    pub obytes: u64,
+    pub imissed: u64,
+    pub ierrors: u64,
+    pub oerrors: u64,
+    pub rx_nombuf: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WorkerReport {
+    pub core: u32,
+    #[serde(flatten)]
+    pub counters: WorkerSnapshot,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MempoolReport {
+    pub size: u32,
+    /// Mbufs not returned to the pool: must be 0 at exit.
+    pub in_use: u32,
+}
+
+/// What the daemon prints (and writes as JSON) when it stops.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FinalReport {
+    pub duration_s: f64,
+    pub rx: u64,
+    pub tx: u64,
+    pub dropped: u64,
+    pub drops: BTreeMap<String, u64>,
+    pub rx_mpps: f64,
+    pub ports: Vec<PortReport>,
+    pub workers: Vec<WorkerReport>,
+    pub mempool: MempoolReport,
+    pub hugepages: bool,
+}
+
+/// Sums worker snapshots into totals.
+pub fn totals(workers: &[WorkerSnapshot]) -> (u64, u64, BTreeMap<String, u64>) {
+    let mut drops = BTreeMap::new();
+    let (mut rx, mut tx) = (0, 0);
+    for w in workers {
+        rx += w.rx;
+        tx += w.tx;
+        for (k, v) in &w.drops {
+            *drops.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    (rx, tx, drops)
+}

@@ -1,0 +1,161 @@
+//! A poll-mode worker: one per configured core, pinned by EAL, owning its RX
+//! queues, one TX queue on every port, its pipeline instance and its counters.
+//!
+//! Loop: for each RX queue, pull a burst of up to 32, run the pipeline,
+//! dispatch. Packets wait in per-port TX buffers until a buffer fills or the
+//! drain timer (TSC) expires. No locks, allocation, syscalls or logging here;
+//! the only shared write it reads is the relaxed stop flag.
+use crate::burst::{Burst, BURST_SIZE};
+use crate::dpdk::mbuf::free_bulk;
+use crate::dpdk::port::{RxQueue, TxQueue};
+use crate::dpdk::{rdtsc, Mbuf};
+use crate::pipeline::{dispatch, new_meta_burst, DropReason, Output, Pipeline};
+use crate::stats::WorkerStats;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Everything a worker needs, moved onto its lcore.
+pub struct Worker {
+    pub index: usize,
+    /// (port index, queue) pairs this worker polls.
+    pub rx: Vec<(u16, RxQueue)>,
+    /// This worker's TX queue on each port, by port index.
+    pub tx: Vec<TxQueue>,
+    pub pipeline: Pipeline,
+    pub stats: Arc<WorkerStats>,
+    pub stop: Arc<AtomicBool>,
+    /// TSC ticks a partly filled TX buffer may wait.
+    pub drain_tsc: u64,
+}
+
+/// The worker's TX buffers and drop bin: the `Output` of its dispatch pass.
+struct TxBuffers {
+    bufs: Vec<Burst<Mbuf>>,
+    queues: Vec<TxQueue>,
+    drops: Burst<Mbuf>,
+    stats: Arc<WorkerStats>,
+}
+
+impl TxBuffers {
+    #[inline]
+    fn flush(&mut self, port: usize) {
+        let (sent, refused) = self.queues[port].tx_burst_or_free(&mut self.bufs[port]);
+        self.stats.tx.add(sent as u64);
+        if refused != 0 {
+            self.stats.count_drop(DropReason::TxFull, refused as u64);
+        }
+    }
+
+    fn flush_all(&mut self) {
+        for p in 0..self.bufs.len() {
+            if !self.bufs[p].is_empty() {
+                self.flush(p);
+            }
+        }
+    }
+
+    #[inline]
+    fn free_drops(&mut self) {
+        free_bulk(&mut self.drops);
+    }
+}
+
+impl Output<Mbuf> for TxBuffers {
+    #[inline]
+    fn tx(&mut self, port: u16, pkt: Mbuf) {
+        let p = port as usize;
+        if let Err(pkt) = self.bufs[p].push(pkt) {
+            // Unreachable: buffers are flushed as soon as they fill.
+            self.drop(pkt, DropReason::TxFull);
+            return;
+        }
+        if self.bufs[p].is_full() {
+            self.flush(p);
+        }
+    }
+
+    #[inline]
+    fn drop(&mut self, pkt: Mbuf, reason: DropReason) {
+        self.stats.count_drop(reason, 1);
+        if let Err(pkt) = self.drops.push(pkt) {
+            self.free_drops();
+            let _ = self.drops.push(pkt);
+        }
+    }
+
+    #[inline]
+    fn tx_all(&mut self, port: u16, pkts: &mut Burst<Mbuf>) {
+        let p = port as usize;
+        if self.bufs[p].is_empty() {
+            // Nothing waiting on this port: send the burst as it is, no copy.
+            let (sent, refused) = self.queues[p].tx_burst_or_free(pkts);
+            self.stats.tx.add(sent as u64);
+            if refused != 0 {
+                self.stats.count_drop(DropReason::TxFull, refused as u64);
+            }
+            return;
+        }
+        for i in 0..pkts.len() {
+            if let Some(m) = pkts.take(i) {
+                self.tx(port, m);
+            }
+        }
+        pkts.set_len(0);
+    }
+}
+
+impl Worker {
+    /// The poll loop; returns 0 when stopped by the flag.
+    pub fn run(self) -> i32 {
+        let Worker {
+            index: _,
+            mut rx,
+            tx,
+            mut pipeline,
+            stats,
+            stop,
+            drain_tsc,
+        } = self;
+        let mut out = TxBuffers {
+            bufs: tx.iter().map(|_| Burst::new()).collect(),
+            queues: tx,
+            drops: Burst::new(),
+            stats: stats.clone(),
+        };
+        let mut burst: Burst<Mbuf, BURST_SIZE> = Burst::new();
+        let mut meta = new_meta_burst();
+        let start = rdtsc();
+        let mut last_drain = start;
+        while !stop.load(Ordering::Relaxed) {
+            let t0 = rdtsc();
+            let mut got = 0usize;
+            for (port, q) in rx.iter_mut() {
+                let n = q.rx_burst(&mut burst);
+                if n == 0 {
+                    continue;
+                }
+                got += n;
+                pipeline.run(&mut burst, &mut meta, *port);
+                dispatch(&mut burst, &meta, &mut out);
+            }
+            let t1 = rdtsc();
+            if got == 0 {
+                stats.empty_polls.add(1);
+            } else {
+                stats.rx.add(got as u64);
+                stats.bursts.add(1);
+                stats.busy_cycles.add(t1 - t0);
+                out.free_drops();
+            }
+            if t1.wrapping_sub(last_drain) > drain_tsc {
+                out.flush_all();
+                last_drain = t1;
+                stats.total_cycles.set(t1 - start);
+            }
+        }
+        out.flush_all();
+        out.free_drops();
+        stats.total_cycles.set(rdtsc() - start);
+        0
+    }
+}

@@ -735,3 +735,232 @@ impl Locator<'_> {
 pub fn display_path(p: &Path) -> PathBuf {
     p.to_path_buf()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"pipeline = ["forward"]
+
+[eal]
+file_prefix = "t"
+memory_mb = 256
+hugepages = "off"
+args = ["--log-level=lib.eal:debug"]
+
+[[port]]
+name = "p0"
+device = "net_pcap0,rx_pcap=a.pcap"
+mac = "02:00:00:00:00:aa"
+ipv4 = ["192.0.2.1/24"]
+ipv6 = ["2001:db8::1/64"]
+
+[[port]]
+name = "p1"
+device = "net_pcap1,rx_pcap=b.pcap"
+rx_queues = 2
+
+[[worker]]
+core = 1
+rx = ["p0:0", "p1:0"]
+
+[[worker]]
+core = 2
+rx = ["p1:1"]
+
+[forward]
+pairs = [["p0", "p1"]]
+"#;
+
+    fn err(src: &str) -> (usize, String, String) {
+        match Config::parse(src, "test.toml") {
+            Ok(_) => panic!("config should have failed:\n{src}"),
+            Err(ConfigError::Invalid {
+                file,
+                line,
+                field,
+                message,
+                ..
+            }) => {
+                assert_eq!(file, "test.toml");
+                (line, field, message)
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+
+    /// Replaces the first occurrence of `from` in GOOD.
+    fn bad(from: &str, to: &str) -> String {
+        assert!(GOOD.contains(from), "{from}");
+        GOOD.replacen(from, to, 1)
+    }
+
+    #[test]
+    fn good_file_parses_and_resolves() {
+        let (cfg, res) = Config::parse(GOOD, "good.toml").unwrap();
+        assert_eq!(cfg.ports.len(), 2);
+        assert_eq!(cfg.ports[0].mac, Some(Mac([2, 0, 0, 0, 0, 0xaa])));
+        assert_eq!(cfg.ports[0].ipv4[0].get_ref().len, 24);
+        assert_eq!(cfg.stages(), vec![StageKind::Forward]);
+        assert_eq!(res.worker_rx[1], vec![RxAssignment { port: 1, queue: 1 }]);
+        assert_eq!(res.tx_queues, vec![2, 2]);
+        assert_eq!(res.forward_out, vec![Some(1), Some(0)]);
+        assert_eq!(cfg.eal.hugepages, Hugepages::Off);
+        assert!(cfg.mempool_size(&res) >= 4 * 1024);
+    }
+
+    #[test]
+    fn shipped_configs_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                Config::load(&p).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n > 0, "no configs found in {}", dir.display());
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_field() {
+        let (line, field, msg) = err(&bad("memory_mb = 256", "memory_mb = 256\nmemroy = 3"));
+        assert_eq!(line, 6);
+        assert_eq!(field, "eal.memroy");
+        assert!(msg.contains("unknown field `memroy`"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_section_is_rejected() {
+        let (line, field, msg) = err(&format!("{GOOD}\n[bogus]\nx = 1\n"));
+        assert_eq!(line, 32);
+        assert_eq!(field, "bogus");
+        assert!(msg.contains("unknown field `bogus`"), "{msg}");
+    }
+
+    #[test]
+    fn bad_mac_names_line_and_field() {
+        let (line, field, msg) = err(&bad("02:00:00:00:00:aa", "02:00:00:00:zz:aa"));
+        assert_eq!(line, 12);
+        assert_eq!(field, "port[0].mac");
+        assert!(msg.contains("invalid MAC address"), "{msg}");
+    }
+
+    #[test]
+    fn bad_cidr_names_line_and_field() {
+        let (line, field, msg) = err(&bad("192.0.2.1/24", "192.0.2.1/33"));
+        assert_eq!((line, field.as_str()), (13, "port[0].ipv4"));
+        assert!(msg.contains("0..=32"), "{msg}");
+        let (line, field, msg) = err(&bad("2001:db8::1/64", "2001:db8::g/64"));
+        assert_eq!((line, field.as_str()), (14, "port[0].ipv6"));
+        assert!(msg.contains("not an IPv4 or IPv6 address"), "{msg}");
+        let (_, _, msg) = err(&bad("192.0.2.1/24", "192.0.2.1"));
+        assert!(msg.contains("ADDRESS/LENGTH"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_port_in_worker() {
+        let (line, field, msg) = err(&bad(r#"rx = ["p0:0", "p1:0"]"#, r#"rx = ["p0:0", "p9:0"]"#));
+        assert_eq!((line, field.as_str()), (23, "worker[0].rx"));
+        assert!(msg.contains("unknown port `p9`"), "{msg}");
+    }
+
+    #[test]
+    fn missing_queue_and_double_polling() {
+        let (line, _, msg) = err(&bad(r#"rx = ["p1:1"]"#, r#"rx = ["p1:5"]"#));
+        assert_eq!(line, 27);
+        assert!(msg.contains("queue 5 does not exist"), "{msg}");
+        let (line, _, msg) = err(&bad(r#"rx = ["p1:1"]"#, r#"rx = ["p1:1", "p0:0"]"#));
+        assert_eq!(line, 27);
+        assert!(msg.contains("already polled by worker[0]"), "{msg}");
+        let (_, field, msg) = err(&bad(r#"rx = ["p1:1"]"#, r#"rx = ["p0"]"#));
+        assert!(msg.contains("already polled"), "{msg} {field}");
+    }
+
+    #[test]
+    fn unpolled_queue_is_an_error() {
+        let (_, field, msg) = err(&bad("rx_queues = 2", "rx_queues = 3"));
+        assert_eq!(field, "port[1].rx_queues");
+        assert!(msg.contains("p1:2 is polled by no worker"), "{msg}");
+    }
+
+    #[test]
+    fn duplicate_core() {
+        let (line, field, msg) = err(&bad("core = 2", "core = 1"));
+        assert_eq!((line, field.as_str()), (26, "worker[1].core"));
+        assert!(msg.contains("core 1 is used by two workers"), "{msg}");
+    }
+
+    #[test]
+    fn stage_referencing_missing_port() {
+        let (line, field, msg) = err(&bad(r#"pairs = [["p0", "p1"]]"#, r#"pairs = [["p0", "nope"]]"#));
+        assert_eq!((line, field.as_str()), (30, "forward.pairs[0]"));
+        assert!(msg.contains("unknown port `nope`"), "{msg}");
+    }
+
+    #[test]
+    fn pipeline_errors() {
+        let (line, field, msg) = err(&bad(r#"pipeline = ["forward"]"#, r#"pipeline = ["teleport"]"#));
+        assert_eq!((line, field.as_str()), (1, "pipeline"));
+        assert!(msg.contains("unknown variant `teleport`"), "{msg}");
+        let (_, _, msg) = err(&bad(r#"pipeline = ["forward"]"#, r#"pipeline = []"#));
+        assert!(msg.contains("pipeline is empty") || msg.contains("not in the pipeline"), "{msg}");
+        let (_, _, msg) = err(&bad(r#"pipeline = ["forward"]"#, r#"pipeline = ["forward", "forward"]"#));
+        assert!(msg.contains("listed twice"), "{msg}");
+        let no_section = GOOD.split("[forward]").next().unwrap();
+        let (_, _, msg) = err(no_section);
+        assert!(msg.contains("needs a [forward] section"), "{msg}");
+    }
+
+    #[test]
+    fn duplicate_port_name_and_device() {
+        let (line, field, msg) = err(&bad(r#"name = "p1""#, r#"name = "p0""#));
+        assert_eq!((line, field.as_str()), (17, "port[1].name"));
+        assert!(msg.contains("duplicate port name"), "{msg}");
+        let (_, field, msg) = err(&bad("net_pcap1,rx_pcap=b.pcap", "net_pcap0,rx_pcap=b.pcap"));
+        assert_eq!(field, "port[1].device");
+        assert!(msg.contains("used by two ports"), "{msg}");
+    }
+
+    #[test]
+    fn wrong_types_and_syntax() {
+        let (line, field, msg) = err(&bad("memory_mb = 256", "memory_mb = \"lots\""));
+        assert_eq!((line, field.as_str()), (5, "eal.memory_mb"));
+        assert!(msg.contains("invalid type"), "{msg}");
+        let (line, _, _) = err(&bad("memory_mb = 256", "memory_mb = = 3"));
+        assert_eq!(line, 5);
+        let (_, field, msg) = err(&bad(r#"hugepages = "off""#, r#"hugepages = "maybe""#));
+        assert_eq!(field, "eal.hugepages");
+        assert!(msg.contains("unknown variant"), "{msg}");
+    }
+
+    #[test]
+    fn too_few_tx_queues() {
+        let (_, field, msg) = err(&bad("rx_queues = 2", "rx_queues = 2\ntx_queues = 1"));
+        assert_eq!(field, "port[1].tx_queues");
+        assert!(msg.contains("each worker needs its own"), "{msg}");
+    }
+
+    #[test]
+    fn error_display_has_file_line_field() {
+        let e = Config::parse(&bad("02:00:00:00:00:aa", "nonsense"), "x/y.toml").unwrap_err();
+        let s = e.to_string();
+        assert!(s.starts_with("x/y.toml:12:"), "{s}");
+        assert!(s.contains("port[0].mac"), "{s}");
+    }
+
+    #[test]
+    fn cidr_helpers() {
+        let c: Ipv4Cidr = "10.1.2.3/8".parse().unwrap();
+        assert_eq!(c.network(), Ipv4Addr::new(10, 0, 0, 0));
+        assert!(c.contains(Ipv4Addr::new(10, 200, 0, 1)));
+        assert!(!c.contains(Ipv4Addr::new(11, 0, 0, 1)));
+        let z: Ipv4Cidr = "0.0.0.0/0".parse().unwrap();
+        assert!(z.contains(Ipv4Addr::new(1, 2, 3, 4)));
+        let c6: Ipv6Cidr = "2001:db8::5/64".parse().unwrap();
+        assert!(c6.contains("2001:db8::ffff".parse().unwrap()));
+        assert_eq!(c6.network(), "2001:db8::".parse::<Ipv6Addr>().unwrap());
+        assert!("2001:db8::/64".parse::<Ipv4Cidr>().is_err());
+    }
+}

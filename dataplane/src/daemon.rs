@@ -265,8 +265,9 @@ pub fn run(cfg: &Config, res: &Resolved, opts: &RunOptions, stop: Arc<AtomicBool
     let elapsed = started.elapsed().as_secs_f64();
     let mut port_reports = Vec::new();
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
-        let _ = port.stop();
+        // Read counters before stopping: some PMDs (memif) clear them on stop.
         let s = port.stats();
+        let _ = port.stop();
         port_reports.push(PortReport {
             name: p.name.get_ref().clone(),
             device: p.device.get_ref().clone(),

@@ -114,10 +114,19 @@ pub fn dispatch<P, O: Output<P>>(pkts: &mut Burst<P>, meta: &MetaBurst, out: &mu
 }
 
 /// An `Output` that keeps everything, for tests and the fuzzer.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Collect<P> {
     pub sent: Vec<(u16, P)>,
     pub dropped: Vec<(DropReason, P)>,
+}
+
+impl<P> Default for Collect<P> {
+    fn default() -> Self {
+        Collect {
+            sent: Vec::new(),
+            dropped: Vec::new(),
+        }
+    }
 }
 
 impl<P> Output<P> for Collect<P> {

@@ -14,4 +14,5 @@ pub mod dpdk;
 pub mod gen;
 pub mod pipeline;
 pub mod stats;
+pub mod tables;
 pub mod worker;

@@ -6,8 +6,10 @@
 //! and every C return code goes through [`error::check`] into a [`DpdkError`].
 #![allow(unsafe_code)]
 
+pub mod acl;
 pub mod eal;
 pub mod error;
+pub mod lpm;
 pub mod mbuf;
 pub mod mempool;
 pub mod port;

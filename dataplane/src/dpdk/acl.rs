@@ -1,0 +1,1 @@
+//! Packet classification with rte_acl.

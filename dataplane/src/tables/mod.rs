@@ -1,0 +1,1 @@
+//! Lookup tables (routes, ACL) behind small traits; DPDK-backed ones wrap `dpdk::lpm`/`dpdk::acl`.

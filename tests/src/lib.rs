@@ -13,25 +13,30 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// The daemon binary: `$DATAPLANE_BIN`, else target/{debug,release}/dataplane,
-/// building it when missing.
+/// The daemon binary: `$DATAPLANE_BIN`, else target/debug/dataplane, which
+/// is (re)built once per test process so a test never runs a stale binary
+/// (`cargo nextest -p dataplane-tests` alone would not rebuild it).
 pub fn dataplane_bin() -> PathBuf {
-    if let Ok(p) = std::env::var("DATAPLANE_BIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join("target"));
-    let debug = target.join("debug/dataplane");
-    if !debug.exists() {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Ok(p) = std::env::var("DATAPLANE_BIN") {
+            return PathBuf::from(p);
+        }
+        // A relative CARGO_TARGET_DIR is relative to the workspace, not to the
+        // test's working directory (the tests/ crate).
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .map(|t| repo_root().join(t))
+            .unwrap_or_else(|_| repo_root().join("target"));
         let st = Command::new(env!("CARGO"))
-            .args(["build", "-p", "dataplane", "--bin", "dataplane"])
+            .args(["build", "--quiet", "-p", "dataplane", "--bin", "dataplane", "--target-dir"])
+            .arg(&target)
             .current_dir(repo_root())
             .status()
-            .expect("cargo build");
+            .expect("running cargo build");
         assert!(st.success(), "building the dataplane binary failed");
-    }
-    debug
+        target.join("debug/dataplane")
+    })
+    .clone()
 }
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
@@ -192,4 +197,85 @@ pub fn have(prog: &str) -> bool {
         .status()
         .map(|s| s.success())
         .unwrap_or(false)
+}
+
+/// A daemon started in the background whose stderr (the log) is drained
+/// into memory by a thread, so the pipe never blocks it.
+pub struct Daemon {
+    pub child: Child,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+    pub stats_json: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `dataplane run --config cfg args...`.
+    pub fn start(dir: &Path, cfg: &Path, args: &[&str]) -> Result<Daemon> {
+        use std::io::Read;
+        let stats_json = dir.join(format!("stats-{}.json", SEQ.fetch_add(1, Ordering::Relaxed)));
+        let mut child = Command::new(dataplane_bin())
+            .args(["run", "--config"])
+            .arg(cfg)
+            .arg("--stats-json")
+            .arg(&stats_json)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("spawning dataplane")?;
+        let mut stderr = child.stderr.take().unwrap();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Ok(Daemon {
+            child,
+            log,
+            stats_json,
+        })
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until the log satisfies `pred`; fails if the daemon exits first.
+    pub fn wait_log(&mut self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if pred(&self.log()) {
+                return Ok(());
+            }
+            if let Some(st) = self.child.try_wait()? {
+                bail!("daemon exited ({st}) before {what}:\n{}", self.log());
+            }
+            if Instant::now() > deadline {
+                bail!("timed out waiting for {what}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until every worker has started.
+    pub fn wait_running(&mut self) -> Result<()> {
+        self.wait_log("workers to start", Duration::from_secs(30), |l| l.contains("worker started"))
+    }
+
+    /// Sends `sig` and waits for exit; returns (output, final report, time to exit).
+    pub fn stop(mut self, sig: i32, timeout: Duration) -> Result<(Output, Value, Duration)> {
+        signal(&self.child, sig);
+        let t0 = Instant::now();
+        let out = wait_with_timeout(self.child, timeout)?;
+        let took = t0.elapsed();
+        let report = serde_json::from_slice(
+            &std::fs::read(&self.stats_json).with_context(|| format!("daemon log:\n{}", self.log.lock().unwrap()))?,
+        )?;
+        Ok((out, report, took))
+    }
 }

@@ -3,8 +3,6 @@
 //! printed, and every mbuf back in the pool.
 use dataplane::gen::{generate, GenArgs};
 use dataplane_tests::*;
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn stop_under_load(sig: i32) {
@@ -41,48 +39,18 @@ pairs = [["p0", "p1"]]
     );
     let path = dir.path().join("c.toml");
     std::fs::write(&path, cfg).unwrap();
-    let json = dir.path().join("final.json");
-    let mut child = Command::new(dataplane_bin())
-        .args(["run", "--config"])
-        .arg(&path)
-        .arg("--stats-json")
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until packets are flowing (the stats line reports rx > 0).
-    let mut stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        let mut all = String::new();
-        while let Ok(n) = stderr.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            all.push_str(&String::from_utf8_lossy(&buf[..n]));
-            let _ = tx.send(all.clone());
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut log = String::new();
-    while !log.contains("stats rx=") || log.contains("stats rx=0 ") {
-        assert!(Instant::now() < deadline, "no traffic seen:\n{log}");
-        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
-            log = l;
-        }
-    }
-    let t0 = Instant::now();
-    signal(&child, sig);
-    let out = wait_with_timeout(child, Duration::from_secs(10)).unwrap();
-    let took = t0.elapsed();
+    let mut d = Daemon::start(dir.path(), &path, &[]).unwrap();
+    // Wait until packets are flowing (a stats line reports rx > 0).
+    d.wait_log("traffic", Duration::from_secs(30), |l| {
+        l.lines().any(|x| x.contains("stats rx=") && !x.contains("stats rx=0 "))
+    })
+    .unwrap();
+    let (out, report, took) = d.stop(sig, Duration::from_secs(10)).unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "exit status {:?}\n{stdout}", out.status);
     assert!(took < Duration::from_secs(2), "took {took:?} to stop");
     assert!(stdout.contains("final:"), "final stats missing:\n{stdout}");
     assert!(stdout.contains("0 in use (no leak)"), "{stdout}");
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(report["rx"].as_u64().unwrap() > 0);
     assert_eq!(report["rx"], report["tx"]);
     assert_eq!(report["mempool"]["in_use"], 0);

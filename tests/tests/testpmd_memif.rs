@@ -7,7 +7,7 @@
 use dataplane_tests::*;
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn testpmd_counter(out: &str, section: &str, key: &str) -> u64 {
     let sec = out
@@ -45,21 +45,10 @@ pairs = [["m0", "m0"]]
     );
     let path = dir.path().join("d.toml");
     std::fs::write(&path, cfg).unwrap();
-    let json = dir.path().join("final.json");
-    let daemon = Command::new(dataplane_bin())
-        .args(["run", "--config"])
-        .arg(&path)
-        .arg("--stats-json")
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !sock.exists() {
-        assert!(Instant::now() < deadline, "daemon never created the memif socket");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // memif sockets are abstract (no file) by default in DPDK 22.11: wait
+    // for the daemon to be up instead.
+    let mut daemon = Daemon::start(dir.path(), &path, &[]).unwrap();
+    daemon.wait_running().unwrap();
 
     let mut testpmd = Command::new("dpdk-testpmd")
         .args(["-l", "0,1", "--no-huge", "-m", "256", "--no-pci"])
@@ -91,10 +80,8 @@ pairs = [["m0", "m0"]]
     let tout = wait_with_timeout(testpmd, Duration::from_secs(30)).unwrap();
     let tpmd = String::from_utf8_lossy(&tout.stdout).into_owned();
 
-    signal(&daemon, libc::SIGTERM);
-    let dout = wait_with_timeout(daemon, Duration::from_secs(10)).unwrap();
-    assert!(dout.status.success(), "daemon: {}", String::from_utf8_lossy(&dout.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let (dout, report, _) = daemon.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
+    assert!(dout.status.success(), "daemon: {}", String::from_utf8_lossy(&dout.stdout));
 
     let section = "Accumulated forward statistics for all ports";
     let t_tx = testpmd_counter(&tpmd, section, "TX-packets:");

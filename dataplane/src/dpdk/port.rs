@@ -73,6 +73,8 @@ pub struct Port {
     info: DeviceInfo,
     started: bool,
     tx_offloads: u64,
+    /// The configured MAC when the device could not take it.
+    soft_mac: Option<[u8; 6]>,
     rx_taken: Vec<bool>,
     tx_taken: Vec<bool>,
     _pool: Arc<Mempool>,
@@ -190,12 +192,20 @@ impl Port {
                 dpdk_sys::rte_eth_tx_queue_setup(id.0, q, tx_desc, socket, std::ptr::null())
             })?;
         }
+        let mut soft_mac = None;
         if let Some(mac) = cfg.mac {
             let mut a = dpdk_sys::rte_ether_addr { addr_bytes: mac };
             // SAFETY: id valid, a is a valid address struct.
-            check("rte_eth_dev_default_mac_addr_set", unsafe {
-                dpdk_sys::rte_eth_dev_default_mac_addr_set(id.0, &mut a)
-            })?;
+            let rc = unsafe { dpdk_sys::rte_eth_dev_default_mac_addr_set(id.0, &mut a) };
+            if rc == -libc::ENOTSUP {
+                // Virtual devices such as net_pcap cannot change their MAC.
+                // The dataplane writes source MACs itself, so the configured
+                // address still works as the port's address in software.
+                tracing::info!(port = name, "device cannot set its MAC; using it in software only");
+                soft_mac = Some(mac);
+            } else {
+                check("rte_eth_dev_default_mac_addr_set", rc)?;
+            }
         }
         if cfg.promiscuous {
             // Not every virtual device supports it; a refusal is not fatal.
@@ -211,6 +221,7 @@ impl Port {
             info,
             started: false,
             tx_offloads,
+            soft_mac,
             rx_taken: vec![false; cfg.rx_queues as usize],
             tx_taken: vec![false; cfg.tx_queues as usize],
             _pool: pool,
@@ -256,7 +267,11 @@ impl Port {
         Ok(())
     }
 
+    /// The port's MAC: the device's, or the configured one it could not take.
     pub fn mac(&self) -> [u8; 6] {
+        if let Some(m) = self.soft_mac {
+            return m;
+        }
         let mut a = dpdk_sys::rte_ether_addr::default();
         // SAFETY: id valid; a is a valid out struct.
         unsafe { dpdk_sys::rte_eth_macaddr_get(self.id.0, &mut a) };

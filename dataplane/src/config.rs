@@ -61,11 +61,15 @@ impl FromStr for Mac {
         let mut out = [0u8; 6];
         let parts: Vec<&str> = s.split([':', '-']).collect();
         if parts.len() != 6 {
-            return Err(format!("invalid MAC address `{s}`: expected six hex bytes like 02:00:00:00:00:01"));
+            return Err(format!(
+                "invalid MAC address `{s}`: expected six hex bytes like 02:00:00:00:00:01"
+            ));
         }
         for (o, p) in out.iter_mut().zip(&parts) {
             if p.len() != 2 {
-                return Err(format!("invalid MAC address `{s}`: `{p}` is not two hex digits"));
+                return Err(format!(
+                    "invalid MAC address `{s}`: `{p}` is not two hex digits"
+                ));
             }
             *o = u8::from_str_radix(p, 16)
                 .map_err(|_| format!("invalid MAC address `{s}`: `{p}` is not hex"))?;
@@ -108,22 +112,38 @@ pub enum IpCidr {
 impl Ipv4Cidr {
     /// The prefix with host bits cleared.
     pub fn network(&self) -> Ipv4Addr {
-        let mask = if self.len == 0 { 0 } else { u32::MAX << (32 - self.len) };
+        let mask = if self.len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.len)
+        };
         Ipv4Addr::from(u32::from(self.addr) & mask)
     }
     pub fn contains(&self, a: Ipv4Addr) -> bool {
-        let mask = if self.len == 0 { 0 } else { u32::MAX << (32 - self.len) };
+        let mask = if self.len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.len)
+        };
         (u32::from(a) & mask) == (u32::from(self.addr) & mask)
     }
 }
 
 impl Ipv6Cidr {
     pub fn network(&self) -> Ipv6Addr {
-        let mask = if self.len == 0 { 0 } else { u128::MAX << (128 - self.len) };
+        let mask = if self.len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - self.len)
+        };
         Ipv6Addr::from(u128::from(self.addr) & mask)
     }
     pub fn contains(&self, a: Ipv6Addr) -> bool {
-        let mask = if self.len == 0 { 0 } else { u128::MAX << (128 - self.len) };
+        let mask = if self.len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - self.len)
+        };
         (u128::from(a) & mask) == (u128::from(self.addr) & mask)
     }
 }
@@ -149,7 +169,9 @@ impl FromStr for IpCidr {
             }
             return Ok(IpCidr::V6(Ipv6Cidr { addr: v6, len }));
         }
-        Err(format!("invalid prefix `{s}`: `{a}` is not an IPv4 or IPv6 address"))
+        Err(format!(
+            "invalid prefix `{s}`: `{a}` is not an IPv4 or IPv6 address"
+        ))
     }
 }
 
@@ -216,6 +238,8 @@ pub struct Config {
     #[serde(rename = "worker", default)]
     pub workers: Vec<WorkerSection>,
     pub forward: Option<Spanned<ForwardConfig>>,
+    pub acl: Option<Spanned<AclConfig>>,
+    pub route: Option<Spanned<RouteSection>>,
 
     /// Where the file came from (set by `load`), for error messages.
     #[serde(skip)]
@@ -228,12 +252,18 @@ pub struct Config {
 pub enum StageKind {
     /// Cross-connect port pairs with MAC rewrite.
     Forward,
+    /// Firewall: ordered rules, first match wins.
+    Acl,
+    /// IPv4/IPv6 routing with ARP/NDP and ICMP.
+    Route,
 }
 
 impl StageKind {
     pub fn name(&self) -> &'static str {
         match self {
             StageKind::Forward => "forward",
+            StageKind::Acl => "acl",
+            StageKind::Route => "route",
         }
     }
 }
@@ -378,6 +408,220 @@ pub struct ForwardConfig {
     pub pairs: Vec<Spanned<Vec<Spanned<String>>>>,
 }
 
+/// What an ACL rule does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Allow,
+    Deny,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AclConfig {
+    /// Action when no rule matches.
+    pub default: Action,
+    /// Rules in order; the first match wins.
+    #[serde(default)]
+    pub rule: Vec<AclRuleConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AclRuleConfig {
+    pub action: Action,
+    pub src: Option<Spanned<IpCidr>>,
+    pub dst: Option<Spanned<IpCidr>>,
+    /// Protocol name (`tcp`, `udp`, `icmp`, `icmpv6`, `sctp`) or number.
+    pub proto: Option<Proto>,
+    /// Port or inclusive range `"1024-65535"`.
+    pub sport: Option<Spanned<PortRange>>,
+    pub dport: Option<Spanned<PortRange>>,
+    /// Outer VLAN id (0 = untagged).
+    pub vlan: Option<Spanned<u16>>,
+}
+
+/// An IP protocol number, written as a name or a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proto(pub u8);
+
+impl<'de> Deserialize<'de> for Proto {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = Proto;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a protocol name (tcp, udp, icmp, icmpv6, sctp) or number 0..=255")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Proto, E> {
+                u8::try_from(v)
+                    .map(Proto)
+                    .map_err(|_| E::custom(format!("protocol {v} is not in 0..=255")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Proto, E> {
+                Ok(Proto(match v.to_ascii_lowercase().as_str() {
+                    "icmp" => 1,
+                    "tcp" => 6,
+                    "udp" => 17,
+                    "icmpv6" | "ipv6-icmp" => 58,
+                    "sctp" => 132,
+                    _ => {
+                        return Err(E::custom(format!(
+                            "unknown protocol `{v}` (tcp, udp, icmp, icmpv6, sctp or a number)"
+                        )))
+                    }
+                }))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An inclusive L4 port range, written `80` or `"1024-65535"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRange(pub u16, pub u16);
+
+impl<'de> Deserialize<'de> for PortRange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = PortRange;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a port 0..=65535 or a range \"LOW-HIGH\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<PortRange, E> {
+                let p = u16::try_from(v)
+                    .map_err(|_| E::custom(format!("port {v} is not in 0..=65535")))?;
+                Ok(PortRange(p, p))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PortRange, E> {
+                let bad = || {
+                    E::custom(format!("invalid port range `{v}`: expected LOW-HIGH with 0 <= LOW <= HIGH <= 65535"))
+                };
+                let (a, b) = v.split_once('-').unwrap_or((v, v));
+                let a: u16 = a.trim().parse().map_err(|_| bad())?;
+                let b: u16 = b.trim().parse().map_err(|_| bad())?;
+                if a > b {
+                    return Err(bad());
+                }
+                Ok(PortRange(a, b))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// LPM library behind the route tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// rte_fib / rte_fib6: fast to load (1M routes in well under a second).
+    #[default]
+    Fib,
+    /// rte_lpm / rte_lpm6: slightly faster lookups, slow to load big tables.
+    Lpm,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSection {
+    #[serde(default)]
+    pub backend: Backend,
+    /// IPv4 route capacity (raised automatically to fit the configured routes).
+    #[serde(default = "default_max_routes")]
+    pub max_routes: u32,
+    /// IPv6 route capacity.
+    #[serde(default = "default_max_routes6")]
+    pub max_routes6: u32,
+    /// Second-level table groups (routes longer than /24 each need one).
+    #[serde(default = "default_tbl8")]
+    pub tbl8_groups: u32,
+    /// ICMP errors (time exceeded) per second per worker; 0 sends none.
+    #[serde(default = "default_icmp_rate")]
+    pub icmp_rate: u32,
+    /// Neighbour cache capacity.
+    #[serde(default = "default_neighbors")]
+    pub neighbor_capacity: u32,
+    /// A file of routes, one per line: `PREFIX VIA[,VIA...]` or `PREFIX dev PORT`
+    /// (`#` starts a comment). Relative to the config file.
+    pub routes_file: Option<Spanned<String>>,
+    /// Static routes.
+    #[serde(default, rename = "static")]
+    pub statics: Vec<StaticRoute>,
+    /// Static neighbours (IP → MAC).
+    #[serde(default)]
+    pub neighbor: Vec<StaticNeighbor>,
+}
+
+fn default_max_routes() -> u32 {
+    65_536
+}
+fn default_max_routes6() -> u32 {
+    16_384
+}
+fn default_tbl8() -> u32 {
+    4_096
+}
+fn default_icmp_rate() -> u32 {
+    100
+}
+fn default_neighbors() -> u32 {
+    65_536
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticRoute {
+    pub prefix: Spanned<IpCidr>,
+    /// Next-hop router(s); several make an ECMP group.
+    pub via: Option<Spanned<ViaList>>,
+    /// Output port: for a directly connected prefix, or to pin the via's port.
+    pub port: Option<Spanned<String>>,
+}
+
+/// One address or a list of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViaList(pub Vec<std::net::IpAddr>);
+
+impl<'de> Deserialize<'de> for ViaList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = ViaList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an IP address or a list of IP addresses")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ViaList, E> {
+                v.parse()
+                    .map(|a| ViaList(vec![a]))
+                    .map_err(|_| E::custom(format!("invalid next-hop address `{v}`")))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<ViaList, A::Error> {
+                let mut out = Vec::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    out.push(s.parse().map_err(|_| {
+                        de::Error::custom(format!("invalid next-hop address `{s}`"))
+                    })?);
+                }
+                if out.is_empty() {
+                    return Err(de::Error::custom("`via` lists no address"));
+                }
+                Ok(ViaList(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticNeighbor {
+    pub ip: Spanned<String>,
+    pub mac: Mac,
+    /// Defaults to the port whose subnet holds `ip`.
+    pub port: Option<Spanned<String>>,
+}
+
 // ---------------------------------------------------------------------------
 // Resolved, validated view used to build the runtime.
 
@@ -398,6 +642,12 @@ pub struct Resolved {
     pub tx_queues: Vec<u16>,
     /// For the forward stage: output port index per input port index.
     pub forward_out: Vec<Option<usize>>,
+    /// ACL rules in order, and the default action.
+    pub acl_rules: Vec<crate::tables::AclRule>,
+    pub acl_default: Option<crate::tables::AclAction>,
+    /// Routes (config `[[route.static]]` then `routes_file`), static neighbours.
+    pub routes: Vec<crate::tables::routing::RouteSpec>,
+    pub neighbors: Vec<(u16, std::net::IpAddr, [u8; 6])>,
 }
 
 impl Config {
@@ -407,18 +657,26 @@ impl Config {
             file: path.display().to_string(),
             message: e.to_string(),
         })?;
-        Config::parse(&src, &path.display().to_string())
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Config::parse_in(&src, &path.display().to_string(), &dir)
     }
 
     /// Parses and validates `src`; `file` names it in errors.
     pub fn parse(src: &str, file: &str) -> Result<(Config, Resolved), ConfigError> {
-        let loc = Locator { src, file };
+        Config::parse_in(src, file, Path::new("."))
+    }
+
+    /// As `parse`, with relative paths (routes_file) taken from `dir`.
+    pub fn parse_in(src: &str, file: &str, dir: &Path) -> Result<(Config, Resolved), ConfigError> {
+        let loc = Locator { src, file, dir };
         let mut cfg: Config = toml::from_str(src).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             loc.error(span, None, e.message().to_string())
         })?;
         cfg.source_name = file.to_owned();
-        let resolved = cfg.validate(&loc)?;
+        let mut resolved = cfg.validate(&loc)?;
+        cfg.resolve_acl(&loc, &mut resolved)?;
+        cfg.resolve_routes(&loc, &mut resolved)?;
         Ok((cfg, resolved))
     }
 
@@ -435,22 +693,34 @@ impl Config {
         let workers = self.workers.len().max(1) as u64;
         n += workers * (u64::from(self.mempool.cache) + 4 * 64 * self.ports.len() as u64);
         n += 8192; // pcap replay preload, control traffic, headroom
-        // Mempools are most memory-efficient at 2^k - 1.
+                   // Mempools are most memory-efficient at 2^k - 1.
         let n = n.next_power_of_two() - 1;
         n.min(u64::from(u32::MAX)) as u32
     }
 
     fn validate(&self, loc: &Locator) -> Result<Resolved, ConfigError> {
         if self.ports.is_empty() {
-            return Err(loc.error(0..0, Some("port".into()), "no [[port]] is configured".into()));
+            return Err(loc.error(
+                0..0,
+                Some("port".into()),
+                "no [[port]] is configured".into(),
+            ));
         }
         if self.workers.is_empty() {
-            return Err(loc.error(0..0, Some("worker".into()), "no [[worker]] is configured".into()));
+            return Err(loc.error(
+                0..0,
+                Some("worker".into()),
+                "no [[worker]] is configured".into(),
+            ));
         }
         let mut port_index = HashMap::new();
         for (i, p) in self.ports.iter().enumerate() {
             let name = p.name.get_ref();
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
                 return Err(loc.error(
                     p.name.span(),
                     Some(format!("port[{i}].name")),
@@ -515,7 +785,11 @@ impl Config {
                 let (pname, q) = match r.get_ref().split_once(':') {
                     Some((p, q)) => {
                         let q: u16 = q.parse().map_err(|_| {
-                            loc.error(r.span(), field.clone(), format!("`{}`: queue `{q}` is not a number", r.get_ref()))
+                            loc.error(
+                                r.span(),
+                                field.clone(),
+                                format!("`{}`: queue `{q}` is not a number", r.get_ref()),
+                            )
                         })?;
                         (p, q)
                     }
@@ -553,7 +827,10 @@ impl Config {
                     return Err(loc.error(
                         p.rx_queues.span().start.max(p.name.span().start)..p.name.span().end,
                         Some(format!("port[{pi}].rx_queues")),
-                        format!("rx queue {}:{q} is polled by no worker (its packets would be lost)", p.name.get_ref()),
+                        format!(
+                            "rx queue {}:{q} is polled by no worker (its packets would be lost)",
+                            p.name.get_ref()
+                        ),
                     ));
                 }
             }
@@ -567,7 +844,11 @@ impl Config {
                         return Err(loc.error(
                             t.span(),
                             Some(format!("port[{pi}].tx_queues")),
-                            format!("{} tx queue(s) for {} workers: each worker needs its own", t.get_ref(), self.workers.len()),
+                            format!(
+                                "{} tx queue(s) for {} workers: each worker needs its own",
+                                t.get_ref(),
+                                self.workers.len()
+                            ),
                         ));
                     }
                     *t.get_ref()
@@ -598,6 +879,8 @@ impl Config {
             }
             let has_section = match s.get_ref() {
                 StageKind::Forward => self.forward.is_some(),
+                StageKind::Acl => self.acl.is_some(),
+                StageKind::Route => self.route.is_some(),
             };
             if !has_section {
                 return Err(loc.error(
@@ -610,12 +893,20 @@ impl Config {
         let mut forward_out = vec![None; self.ports.len()];
         if let Some(fwd) = &self.forward {
             if !seen.contains(&StageKind::Forward) {
-                return Err(loc.error(fwd.span(), Some("forward".into()), "[forward] is configured but `forward` is not in the pipeline".into()));
+                return Err(loc.error(
+                    fwd.span(),
+                    Some("forward".into()),
+                    "[forward] is configured but `forward` is not in the pipeline".into(),
+                ));
             }
             for (k, pair) in fwd.get_ref().pairs.iter().enumerate() {
                 let field = Some(format!("forward.pairs[{k}]"));
                 if pair.get_ref().len() != 2 {
-                    return Err(loc.error(pair.span(), field, "a pair names exactly two ports".into()));
+                    return Err(loc.error(
+                        pair.span(),
+                        field,
+                        "a pair names exactly two ports".into(),
+                    ));
                 }
                 let mut idx = [0usize; 2];
                 for (j, name) in pair.get_ref().iter().enumerate() {
@@ -623,11 +914,19 @@ impl Config {
                         loc.error(
                             name.span(),
                             field.clone(),
-                            format!("unknown port `{}` (ports: {})", name.get_ref(), self.port_names()),
+                            format!(
+                                "unknown port `{}` (ports: {})",
+                                name.get_ref(),
+                                self.port_names()
+                            ),
                         )
                     })?;
                     if forward_out[idx[j]].is_some() {
-                        return Err(loc.error(name.span(), field.clone(), format!("port `{}` is in two pairs", name.get_ref())));
+                        return Err(loc.error(
+                            name.span(),
+                            field.clone(),
+                            format!("port `{}` is in two pairs", name.get_ref()),
+                        ));
                     }
                 }
                 if idx[0] == idx[1] {
@@ -640,12 +939,330 @@ impl Config {
             }
         }
 
+        for (name, present, kind) in [
+            ("acl", self.acl.as_ref().map(|a| a.span()), StageKind::Acl),
+            (
+                "route",
+                self.route.as_ref().map(|r| r.span()),
+                StageKind::Route,
+            ),
+        ] {
+            if let Some(span) = present {
+                if !seen.contains(&kind) {
+                    return Err(loc.error(
+                        span,
+                        Some(name.into()),
+                        format!("[{name}] is configured but `{name}` is not in the pipeline"),
+                    ));
+                }
+            }
+        }
+        if seen.contains(&StageKind::Forward) && seen.len() > 1 {
+            return Err(loc.error(
+                self.pipeline.span(),
+                Some("pipeline".into()),
+                "`forward` cross-connects ports and cannot be combined with other stages".into(),
+            ));
+        }
+        if let Some(acl_pos) = stages.iter().position(|s| *s.get_ref() == StageKind::Acl) {
+            let route_pos = stages.iter().position(|s| *s.get_ref() == StageKind::Route);
+            if route_pos.is_none_or(|r| r < acl_pos) {
+                return Err(loc.error(
+                    stages[acl_pos].span(),
+                    Some("pipeline".into()),
+                    "`acl` filters and needs a later stage that forwards: use pipeline = [\"acl\", \"route\"]".into(),
+                ));
+            }
+        }
+
         Ok(Resolved {
             port_index,
             worker_rx,
             tx_queues,
             forward_out,
+            acl_rules: Vec::new(),
+            acl_default: None,
+            routes: Vec::new(),
+            neighbors: Vec::new(),
         })
+    }
+
+    fn resolve_acl(&self, loc: &Locator, res: &mut Resolved) -> Result<(), ConfigError> {
+        use crate::tables::{AclAction, AclRule, Prefix};
+        let Some(acl) = &self.acl else { return Ok(()) };
+        let acl = acl.get_ref();
+        let action = |a: Action| match a {
+            Action::Allow => AclAction::Allow,
+            Action::Deny => AclAction::Deny,
+        };
+        let prefix = |c: &IpCidr| match c {
+            IpCidr::V4(c) => Prefix::v4(c.addr, c.len).expect("length checked"),
+            IpCidr::V6(c) => Prefix::v6(c.addr, c.len).expect("length checked"),
+        };
+        for (i, r) in acl.rule.iter().enumerate() {
+            let field = |f: &str| Some(format!("acl.rule[{i}].{f}"));
+            if let (Some(s), Some(d)) = (&r.src, &r.dst) {
+                if matches!(s.get_ref(), IpCidr::V4(_)) != matches!(d.get_ref(), IpCidr::V4(_)) {
+                    return Err(loc.error(
+                        d.span(),
+                        field("dst"),
+                        "src and dst must be the same address family".into(),
+                    ));
+                }
+            }
+            if let Some(v) = &r.vlan {
+                if *v.get_ref() > 4095 {
+                    return Err(loc.error(
+                        v.span(),
+                        field("vlan"),
+                        format!("VLAN id {} is not in 0..=4095", v.get_ref()),
+                    ));
+                }
+            }
+            let range = |p: &Option<Spanned<PortRange>>| {
+                p.as_ref()
+                    .map_or((0, u16::MAX), |p| (p.get_ref().0, p.get_ref().1))
+            };
+            res.acl_rules.push(AclRule {
+                src: r.src.as_ref().map(|c| prefix(c.get_ref())),
+                dst: r.dst.as_ref().map(|c| prefix(c.get_ref())),
+                proto: r.proto.map(|p| p.0),
+                sport: range(&r.sport),
+                dport: range(&r.dport),
+                vlan: r.vlan.as_ref().map(|v| *v.get_ref()),
+                action: action(r.action),
+            });
+        }
+        res.acl_default = Some(action(acl.default));
+        Ok(())
+    }
+
+    /// The port whose subnet holds `ip`, or the named one (checked to hold it).
+    fn nexthop_port(
+        &self,
+        loc: &Locator,
+        res: &Resolved,
+        ip: std::net::IpAddr,
+        port: Option<&Spanned<String>>,
+        span: Range<usize>,
+        field: &str,
+    ) -> Result<u16, ConfigError> {
+        let on_link = |p: &PortSection| match ip {
+            std::net::IpAddr::V4(a) => p.ipv4.iter().any(|c| c.get_ref().contains(a)),
+            std::net::IpAddr::V6(a) => {
+                p.ipv6.iter().any(|c| c.get_ref().contains(a)) || a.segments()[0] & 0xffc0 == 0xfe80
+            }
+        };
+        if let Some(pn) = port {
+            let Some(&pi) = res.port_index.get(pn.get_ref()) else {
+                return Err(loc.error(
+                    pn.span(),
+                    Some(field.into()),
+                    format!(
+                        "unknown port `{}` (ports: {})",
+                        pn.get_ref(),
+                        self.port_names()
+                    ),
+                ));
+            };
+            if !on_link(&self.ports[pi]) {
+                return Err(loc.error(
+                    span,
+                    Some(field.into()),
+                    format!("{ip} is not on a subnet of port `{}`", pn.get_ref()),
+                ));
+            }
+            return Ok(pi as u16);
+        }
+        match self.ports.iter().position(on_link) {
+            Some(pi) => Ok(pi as u16),
+            None => Err(loc.error(
+                span,
+                Some(field.into()),
+                format!("{ip} is on no port's subnet: add the subnet to a port's ipv4/ipv6 or name the port"),
+            )),
+        }
+    }
+
+    fn resolve_routes(&self, loc: &Locator, res: &mut Resolved) -> Result<(), ConfigError> {
+        use crate::tables::routing::{RouteSpec, RouteTarget};
+        use crate::tables::Prefix;
+        let Some(route) = &self.route else {
+            return Ok(());
+        };
+        let route = route.get_ref();
+        let to_prefix = |c: &IpCidr| match c {
+            IpCidr::V4(c) => Prefix::v4(c.addr, c.len).expect("length checked"),
+            IpCidr::V6(c) => Prefix::v6(c.addr, c.len).expect("length checked"),
+        };
+        for (i, r) in route.statics.iter().enumerate() {
+            let field = format!("route.static[{i}]");
+            let prefix = to_prefix(r.prefix.get_ref());
+            let target = match (&r.via, &r.port) {
+                (Some(via), port) => {
+                    let mut hops = Vec::new();
+                    for ip in &via.get_ref().0 {
+                        if ip.is_ipv6() != prefix.is_ipv6() {
+                            return Err(loc.error(
+                                via.span(),
+                                Some(format!("{field}.via")),
+                                format!("next hop {ip} is not of the prefix's address family"),
+                            ));
+                        }
+                        let p = self.nexthop_port(
+                            loc,
+                            res,
+                            *ip,
+                            port.as_ref(),
+                            via.span(),
+                            &format!("{field}.via"),
+                        )?;
+                        hops.push((*ip, p));
+                    }
+                    RouteTarget::Via(hops)
+                }
+                (None, Some(pn)) => {
+                    let Some(&pi) = res.port_index.get(pn.get_ref()) else {
+                        return Err(loc.error(
+                            pn.span(),
+                            Some(format!("{field}.port")),
+                            format!(
+                                "unknown port `{}` (ports: {})",
+                                pn.get_ref(),
+                                self.port_names()
+                            ),
+                        ));
+                    };
+                    RouteTarget::Port(pi as u16)
+                }
+                (None, None) => {
+                    return Err(loc.error(
+                        r.prefix.span(),
+                        Some(field),
+                        "a route needs `via` (next hops) or `port` (directly connected)".into(),
+                    ));
+                }
+            };
+            res.routes.push(RouteSpec { prefix, target });
+        }
+        if let Some(file) = &route.routes_file {
+            let path = loc.dir.join(file.get_ref());
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                loc.error(
+                    file.span(),
+                    Some("route.routes_file".into()),
+                    format!("{}: {e}", path.display()),
+                )
+            })?;
+            self.parse_routes_file(&text, &path, res)?;
+        }
+        for (i, n) in route.neighbor.iter().enumerate() {
+            let field = format!("route.neighbor[{i}].ip");
+            let ip: std::net::IpAddr = n.ip.get_ref().parse().map_err(|_| {
+                loc.error(
+                    n.ip.span(),
+                    Some(field.clone()),
+                    format!("invalid IP address `{}`", n.ip.get_ref()),
+                )
+            })?;
+            let p = self.nexthop_port(loc, res, ip, n.port.as_ref(), n.ip.span(), &field)?;
+            res.neighbors.push((p, ip, n.mac.0));
+        }
+        let v4 = res.routes.iter().filter(|r| !r.prefix.is_ipv6()).count();
+        if v4 as u64 > u64::from(route.max_routes) {
+            tracing::info!(
+                routes = v4,
+                max_routes = route.max_routes,
+                "raising route.max_routes to fit the routes"
+            );
+        }
+        Ok(())
+    }
+
+    /// Routes file: `PREFIX VIA[,VIA...]` or `PREFIX dev PORT` per line.
+    fn parse_routes_file(
+        &self,
+        text: &str,
+        path: &Path,
+        res: &mut Resolved,
+    ) -> Result<(), ConfigError> {
+        use crate::tables::routing::{RouteSpec, RouteTarget};
+        use crate::tables::Prefix;
+        let file = path.display().to_string();
+        let err = |line: usize, field: &str, message: String| ConfigError::Invalid {
+            file: file.clone(),
+            line,
+            column: 1,
+            field: field.into(),
+            message,
+        };
+        // Next hops repeat across many routes: resolve each address once.
+        let mut port_of: HashMap<std::net::IpAddr, u16> = HashMap::new();
+        for (n, raw) in text.lines().enumerate() {
+            let line = n + 1;
+            let l = raw.split('#').next().unwrap_or("").trim();
+            if l.is_empty() {
+                continue;
+            }
+            let mut it = l.split_whitespace();
+            let p = it.next().unwrap_or("");
+            let cidr: IpCidr = p.parse().map_err(|e: String| err(line, "prefix", e))?;
+            let prefix = match cidr {
+                IpCidr::V4(c) => Prefix::v4(c.addr, c.len),
+                IpCidr::V6(c) => Prefix::v6(c.addr, c.len),
+            }
+            .map_err(|e| err(line, "prefix", e.to_string()))?;
+            let target = match (it.next(), it.next()) {
+                (Some("dev"), Some(port)) => match res.port_index.get(port) {
+                    Some(&pi) => RouteTarget::Port(pi as u16),
+                    None => return Err(err(line, "dev", format!("unknown port `{port}`"))),
+                },
+                (Some(via), None) => {
+                    let mut hops = Vec::new();
+                    for v in via.split(',') {
+                        let ip: std::net::IpAddr = v.parse().map_err(|_| {
+                            err(line, "via", format!("invalid next-hop address `{v}`"))
+                        })?;
+                        if ip.is_ipv6() != prefix.is_ipv6() {
+                            return Err(err(
+                                line,
+                                "via",
+                                format!("next hop {ip} is not of the prefix's address family"),
+                            ));
+                        }
+                        let p = match port_of.get(&ip) {
+                            Some(&p) => p,
+                            None => {
+                                let on = |ps: &PortSection| match ip {
+                                    std::net::IpAddr::V4(a) => {
+                                        ps.ipv4.iter().any(|c| c.get_ref().contains(a))
+                                    }
+                                    std::net::IpAddr::V6(a) => {
+                                        ps.ipv6.iter().any(|c| c.get_ref().contains(a))
+                                    }
+                                };
+                                let p = self.ports.iter().position(on).ok_or_else(|| {
+                                    err(line, "via", format!("{ip} is on no port's subnet"))
+                                })? as u16;
+                                port_of.insert(ip, p);
+                                p
+                            }
+                        };
+                        hops.push((ip, p));
+                    }
+                    RouteTarget::Via(hops)
+                }
+                _ => {
+                    return Err(err(
+                        line,
+                        "route",
+                        format!("expected `PREFIX VIA[,VIA...]` or `PREFIX dev PORT`, got `{l}`"),
+                    ))
+                }
+            };
+            res.routes.push(RouteSpec { prefix, target });
+        }
+        Ok(())
     }
 
     fn port_names(&self) -> String {
@@ -658,7 +1275,11 @@ impl Config {
 
     /// The stage list without spans.
     pub fn stages(&self) -> Vec<StageKind> {
-        self.pipeline.get_ref().iter().map(|s| *s.get_ref()).collect()
+        self.pipeline
+            .get_ref()
+            .iter()
+            .map(|s| *s.get_ref())
+            .collect()
     }
 }
 
@@ -679,6 +1300,8 @@ pub fn is_vdev(device: &str) -> bool {
 struct Locator<'a> {
     src: &'a str,
     file: &'a str,
+    /// Directory of the config file, for relative paths inside it.
+    dir: &'a Path,
 }
 
 impl Locator<'_> {
@@ -706,7 +1329,10 @@ impl Locator<'_> {
             let t = l.trim();
             if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
                 let name = name.trim().to_owned();
-                let c = counts.entry(name.clone()).and_modify(|c| *c += 1).or_insert(0);
+                let c = counts
+                    .entry(name.clone())
+                    .and_modify(|c| *c += 1)
+                    .or_insert(0);
                 table = format!("{name}[{c}]");
             } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
                 table = name.trim().to_owned();
@@ -894,19 +1520,31 @@ pairs = [["p0", "p1"]]
 
     #[test]
     fn stage_referencing_missing_port() {
-        let (line, field, msg) = err(&bad(r#"pairs = [["p0", "p1"]]"#, r#"pairs = [["p0", "nope"]]"#));
+        let (line, field, msg) = err(&bad(
+            r#"pairs = [["p0", "p1"]]"#,
+            r#"pairs = [["p0", "nope"]]"#,
+        ));
         assert_eq!((line, field.as_str()), (30, "forward.pairs[0]"));
         assert!(msg.contains("unknown port `nope`"), "{msg}");
     }
 
     #[test]
     fn pipeline_errors() {
-        let (line, field, msg) = err(&bad(r#"pipeline = ["forward"]"#, r#"pipeline = ["teleport"]"#));
+        let (line, field, msg) = err(&bad(
+            r#"pipeline = ["forward"]"#,
+            r#"pipeline = ["teleport"]"#,
+        ));
         assert_eq!((line, field.as_str()), (1, "pipeline"));
         assert!(msg.contains("unknown variant `teleport`"), "{msg}");
         let (_, _, msg) = err(&bad(r#"pipeline = ["forward"]"#, r#"pipeline = []"#));
-        assert!(msg.contains("pipeline is empty") || msg.contains("not in the pipeline"), "{msg}");
-        let (_, _, msg) = err(&bad(r#"pipeline = ["forward"]"#, r#"pipeline = ["forward", "forward"]"#));
+        assert!(
+            msg.contains("pipeline is empty") || msg.contains("not in the pipeline"),
+            "{msg}"
+        );
+        let (_, _, msg) = err(&bad(
+            r#"pipeline = ["forward"]"#,
+            r#"pipeline = ["forward", "forward"]"#,
+        ));
         assert!(msg.contains("listed twice"), "{msg}");
         let no_section = GOOD.split("[forward]").next().unwrap();
         let (_, _, msg) = err(no_section);

@@ -5,9 +5,15 @@
 use crate::config::{self, Config, Hugepages, Resolved, StageKind};
 use crate::dpdk::port::PortConfig;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
+use crate::pipeline::acl::AclStage;
 use crate::pipeline::forward::Forward;
+use crate::pipeline::parse::Parse;
+use crate::pipeline::route::RouteStage;
 use crate::pipeline::{Pipeline, Stage};
+use crate::stats::Counter;
 use crate::stats::{self, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats};
+use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
+use crate::tables::{AclTable, RouteBackend, RouteConfig};
 use crate::worker::Worker;
 use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,7 +45,10 @@ pub fn hugepages_available() -> bool {
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(0);
     let mounted = std::fs::read_to_string("/proc/mounts")
-        .map(|m| m.lines().any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs")))
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+        })
         .unwrap_or(false);
     free > 0 && mounted
 }
@@ -98,14 +107,144 @@ pub fn default_peer_mac(i: usize) -> [u8; 6] {
     [0x02, 0, 0, 0, 0, i as u8]
 }
 
-fn build_pipeline(
+/// Tables shared by every worker's pipeline, built once before they start.
+pub struct SharedTables {
+    pub routing: Option<Arc<Routing>>,
+    pub acl: Option<Arc<AclTable>>,
+}
+
+/// Capacity settings for the route tables, raised to fit what the config holds.
+fn route_configs(
+    sec: &config::RouteSection,
+    res: &Resolved,
+    cfg: &Config,
+) -> (RouteConfig, RouteConfig) {
+    let backend = match sec.backend {
+        config::Backend::Fib => RouteBackend::Fib,
+        config::Backend::Lpm => RouteBackend::Lpm,
+    };
+    let addrs: usize = cfg
+        .ports
+        .iter()
+        .map(|p| 2 * (p.ipv4.len() + p.ipv6.len()))
+        .sum();
+    let v4: Vec<_> = res.routes.iter().filter(|r| !r.prefix.is_ipv6()).collect();
+    let n6 = res.routes.len() - v4.len();
+    // Each /24 holding a longer prefix needs one second-level group.
+    let long: std::collections::HashSet<u32> = v4
+        .iter()
+        .filter(|r| r.prefix.prefix_len() > 24)
+        .filter_map(|r| match r.prefix.addr() {
+            std::net::IpAddr::V4(a) => Some(u32::from(a) >> 8),
+            _ => None,
+        })
+        .collect();
+    let cfg4 = RouteConfig {
+        backend,
+        max_routes: sec.max_routes.max((v4.len() + addrs + 16) as u32),
+        num_tbl8: sec.tbl8_groups.max(long.len() as u32 + addrs as u32 + 256),
+    };
+    let cfg6 = RouteConfig {
+        backend,
+        max_routes: sec.max_routes6.max((n6 + addrs + 16) as u32),
+        num_tbl8: sec.tbl8_groups.max(((n6 + addrs) * 4) as u32 + 256),
+    };
+    (cfg4, cfg6)
+}
+
+/// Builds the route and ACL tables the pipeline needs (EAL must be up).
+pub fn build_tables(cfg: &Config, res: &Resolved, port_macs: &[[u8; 6]]) -> Result<SharedTables> {
+    let mut t = SharedTables {
+        routing: None,
+        acl: None,
+    };
+    if let Some(sec) = &cfg.route {
+        let sec = sec.get_ref();
+        let ports = cfg
+            .ports
+            .iter()
+            .zip(port_macs)
+            .map(|(p, mac)| PortAddrs {
+                mac: *mac,
+                v4: p
+                    .ipv4
+                    .iter()
+                    .map(|c| (c.get_ref().addr, c.get_ref().len))
+                    .collect(),
+                v6: p
+                    .ipv6
+                    .iter()
+                    .map(|c| (c.get_ref().addr, c.get_ref().len))
+                    .collect(),
+                mtu: p.mtu.unwrap_or(1500),
+            })
+            .collect();
+        let (c4, c6) = route_configs(sec, res, cfg);
+        let t0 = Instant::now();
+        let routing = Routing::build(
+            ports,
+            &res.routes,
+            &res.neighbors,
+            c4,
+            c6,
+            sec.neighbor_capacity,
+        )
+        .context("building the route tables")?;
+        let st = routing.stats();
+        tracing::info!(
+            routes_v4 = st.routes_v4,
+            routes_v6 = st.routes_v6,
+            nexthops = st.nexthops,
+            ecmp_groups = st.groups,
+            memory_mb = st.memory_bytes / (1 << 20),
+            load_ms = t0.elapsed().as_millis() as u64,
+            "route tables ready"
+        );
+        t.routing = Some(Arc::new(routing));
+    }
+    if let Some(default) = res.acl_default {
+        let t0 = Instant::now();
+        let acl = AclTable::build(res.acl_rules.clone(), default).context("building the ACL")?;
+        tracing::info!(
+            rules = res.acl_rules.len(),
+            build_ms = t0.elapsed().as_millis() as u64,
+            "ACL ready"
+        );
+        t.acl = Some(Arc::new(acl));
+    }
+    Ok(t)
+}
+
+/// One worker's pipeline; returns it with the worker's ACL hit counters.
+pub fn build_pipeline(
     cfg: &Config,
     res: &Resolved,
+    tables: &SharedTables,
     port_macs: &[[u8; 6]],
     peer_macs: &[[u8; 6]],
-) -> Pipeline {
+) -> (Pipeline, Option<Arc<[Counter]>>) {
     let mut stages = Vec::new();
-    for kind in cfg.stages() {
+    let mut hits = None;
+    let kinds = cfg.stages();
+    if kinds
+        .iter()
+        .any(|k| matches!(k, StageKind::Acl | StageKind::Route))
+    {
+        let ecmp = res
+            .routes
+            .iter()
+            .any(|r| matches!(&r.target, RouteTarget::Via(v) if v.len() > 1));
+        let acl_ports = res
+            .acl_rules
+            .iter()
+            .any(|r| r.sport != (0, u16::MAX) || r.dport != (0, u16::MAX));
+        stages.push(Stage::Parse(Parse {
+            l4: ecmp || acl_ports,
+            hash: ecmp,
+            verify_checksum: true,
+        }));
+    }
+    for kind in kinds {
         match kind {
             StageKind::Forward => {
                 let out = res
@@ -115,13 +254,32 @@ fn build_pipeline(
                     .collect();
                 stages.push(Stage::Forward(Forward::new(out, port_macs, peer_macs)));
             }
+            StageKind::Acl => {
+                let table = tables.acl.clone().expect("ACL built for an acl stage");
+                let s = AclStage::new(table);
+                hits = Some(s.hits());
+                stages.push(Stage::Acl(s));
+            }
+            StageKind::Route => {
+                let routing = tables
+                    .routing
+                    .clone()
+                    .expect("routes built for a route stage");
+                let rate = cfg.route.as_ref().map_or(0, |r| r.get_ref().icmp_rate);
+                stages.push(Stage::Route(Box::new(RouteStage::new(routing, rate))));
+            }
         }
     }
-    Pipeline::new(stages)
+    (Pipeline::new(stages), hits)
 }
 
 /// Runs the daemon until a signal, `duration` or idleness stops it.
-pub fn run(cfg: &Config, res: &Resolved, opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<FinalReport> {
+pub fn run(
+    cfg: &Config,
+    res: &Resolved,
+    opts: &RunOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<FinalReport> {
     let (args, huge) = eal_args(cfg, &opts.eal_overrides)?;
     tracing::info!(args = %args.join(" "), "starting EAL");
     let eal = Eal::init(&args).context("EAL init")?;
@@ -157,40 +315,56 @@ pub fn run(cfg: &Config, res: &Resolved, opts: &RunOptions, stop: Arc<AtomicBool
         .ports
         .iter()
         .enumerate()
-        .map(|(i, p)| p.peer_mac.map(|m| m.0).unwrap_or_else(|| default_peer_mac(i)))
+        .map(|(i, p)| {
+            p.peer_mac
+                .map(|m| m.0)
+                .unwrap_or_else(|| default_peer_mac(i))
+        })
         .collect();
 
+    let tables = build_tables(cfg, res, &port_macs)?;
+
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
-        port.start().with_context(|| format!("starting port `{}`", p.name.get_ref()))?;
+        port.start()
+            .with_context(|| format!("starting port `{}`", p.name.get_ref()))?;
     }
 
     // Hand each worker its queues and a pipeline of its own.
     let worker_flag = Arc::new(AtomicBool::new(false));
     let lcores = eal.worker_lcores();
     let mut worker_stats = Vec::new();
+    let mut acl_hits = Vec::new();
     let mut launched = Vec::new();
     for (w, wk) in cfg.workers.iter().enumerate() {
         let rx = res.worker_rx[w]
             .iter()
             .map(|a| {
-                let q = ports[a.port].take_rx_queue(QueueId(a.queue)).expect("rx queue assigned once");
+                let q = ports[a.port]
+                    .take_rx_queue(QueueId(a.queue))
+                    .expect("rx queue assigned once");
                 (a.port as u16, q)
             })
             .collect();
         let tx = ports
             .iter_mut()
-            .map(|p| p.take_tx_queue(QueueId(w as u16)).expect("one tx queue per worker"))
+            .map(|p| {
+                p.take_tx_queue(QueueId(w as u16))
+                    .expect("one tx queue per worker")
+            })
             .collect();
         let st = Arc::new(WorkerStats::default());
         worker_stats.push(st.clone());
+        let (pipeline, hits) = build_pipeline(cfg, res, &tables, &port_macs, &peer_macs);
+        acl_hits.extend(hits);
         let worker = Worker {
             index: w,
             rx,
             tx,
-            pipeline: build_pipeline(cfg, res, &port_macs, &peer_macs),
+            pipeline,
             stats: st,
             stop: worker_flag.clone(),
             drain_tsc: tsc_hz / 1_000_000 * cfg.daemon.tx_drain_us.max(1),
+            tsc_hz,
         };
         let lcore = LcoreId(w as u32 + 1);
         if !lcores.contains(&lcore) {
@@ -198,7 +372,12 @@ pub fn run(cfg: &Config, res: &Resolved, opts: &RunOptions, stop: Arc<AtomicBool
         }
         eal.launch(lcore, move || worker.run())
             .with_context(|| format!("launching worker {w} on core {}", wk.core.get_ref()))?;
-        tracing::info!(worker = w, core = *wk.core.get_ref(), cpu = eal.lcore_cpu(lcore), "worker started");
+        tracing::info!(
+            worker = w,
+            core = *wk.core.get_ref(),
+            cpu = eal.lcore_cpu(lcore),
+            "worker started"
+        );
         launched.push(lcore);
     }
 
@@ -244,7 +423,12 @@ pub fn run(cfg: &Config, res: &Resolved, opts: &RunOptions, stop: Arc<AtomicBool
             let dropped: u64 = drops.values().sum();
             let busy: Vec<String> = snaps
                 .iter()
-                .map(|s| format!("{:.0}%", 100.0 * s.busy_cycles as f64 / s.total_cycles.max(1) as f64))
+                .map(|s| {
+                    format!(
+                        "{:.0}%",
+                        100.0 * s.busy_cycles as f64 / s.total_cycles.max(1) as f64
+                    )
+                })
                 .collect();
             tracing::info!(
                 "stats rx={rx} tx={tx} dropped={dropped} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] drops={:?}",
@@ -292,6 +476,9 @@ pub fn run(cfg: &Config, res: &Resolved, opts: &RunOptions, stop: Arc<AtomicBool
         tx,
         dropped: drops.values().sum(),
         drops,
+        events: stats::event_totals(&snaps),
+        acl_hits: sum_hits(&acl_hits),
+        tables: table_report(&tables),
         rx_mpps: rx as f64 / elapsed.max(1e-9) / 1e6,
         ports: port_reports,
         workers: cfg
@@ -309,7 +496,32 @@ pub fn run(cfg: &Config, res: &Resolved, opts: &RunOptions, stop: Arc<AtomicBool
         },
         hugepages: huge,
     };
+    drop(tables);
     drop(pool);
     drop(eal);
     Ok(report)
+}
+
+fn sum_hits(per_worker: &[Arc<[Counter]>]) -> Vec<u64> {
+    let n = per_worker.first().map_or(0, |h| h.len());
+    (0..n)
+        .map(|i| per_worker.iter().map(|h| h[i].get()).sum())
+        .collect()
+}
+
+fn table_report(t: &SharedTables) -> std::collections::BTreeMap<String, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    if let Some(r) = &t.routing {
+        let s = r.stats();
+        m.insert("routes_v4".into(), s.routes_v4 as u64);
+        m.insert("routes_v6".into(), s.routes_v6 as u64);
+        m.insert("nexthops".into(), s.nexthops as u64);
+        m.insert("ecmp_groups".into(), s.groups as u64);
+        m.insert("neighbors".into(), s.neighbors as u64);
+        m.insert("route_memory_bytes".into(), s.memory_bytes as u64);
+    }
+    if let Some(a) = &t.acl {
+        m.insert("acl_rules".into(), a.rules().len() as u64);
+    }
+    m
 }

@@ -10,7 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "dataplane", version, about = "Userspace packet-forwarding dataplane on DPDK")]
+#[command(
+    name = "dataplane",
+    version,
+    about = "Userspace packet-forwarding dataplane on DPDK"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -75,7 +79,11 @@ fn real_main(cli: Cli) -> Result<i32> {
                 config.display(),
                 cfg.ports.len(),
                 cfg.workers.len(),
-                cfg.stages().iter().map(|s| s.name()).collect::<Vec<_>>().join(" -> ")
+                cfg.stages()
+                    .iter()
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
             );
             Ok(0)
         }
@@ -93,7 +101,8 @@ fn real_main(cli: Cli) -> Result<i32> {
             let (cfg, resolved) = Config::load(&config)?;
             let stop = Arc::new(AtomicBool::new(false));
             for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-                signal_hook::flag::register(sig, stop.clone()).context("installing signal handler")?;
+                signal_hook::flag::register(sig, stop.clone())
+                    .context("installing signal handler")?;
             }
             let opts = RunOptions {
                 eal_overrides: eal,
@@ -133,6 +142,10 @@ fn print_report(r: &dataplane::stats::FinalReport) {
         "  mempool: {} mbufs, {} in use{}",
         r.mempool.size,
         r.mempool.in_use,
-        if r.mempool.in_use == 0 { " (no leak)" } else { " (LEAK)" }
+        if r.mempool.in_use == 0 {
+            " (no leak)"
+        } else {
+            " (LEAK)"
+        }
     );
 }

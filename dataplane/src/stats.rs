@@ -1,7 +1,7 @@
 //! Counters: per-worker, each on its own cache lines, written only by its
 //! worker (plain load + store, no atomic read-modify-write) and read by the
 //! control thread; plus the snapshots and reports built from them.
-use crate::pipeline::DropReason;
+use crate::pipeline::{DropReason, Event};
 use crossbeam_utils::CachePadded;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,6 +34,7 @@ pub struct WorkerCounters {
     pub rx: Counter,
     pub tx: Counter,
     pub drops: [Counter; DropReason::COUNT],
+    pub events: [Counter; Event::COUNT],
     /// Loop iterations in which no queue had a packet.
     pub empty_polls: Counter,
     /// TSC cycles spent in iterations that had packets.
@@ -52,6 +53,11 @@ impl WorkerCounters {
         self.drops[reason as usize].add(n);
     }
 
+    #[inline(always)]
+    pub fn count_event(&self, e: Event) {
+        self.events[e as usize].add(1);
+    }
+
     pub fn snapshot(&self) -> WorkerSnapshot {
         WorkerSnapshot {
             rx: self.rx.get(),
@@ -59,6 +65,11 @@ impl WorkerCounters {
             drops: DropReason::ALL
                 .iter()
                 .map(|r| (r.name().to_owned(), self.drops[*r as usize].get()))
+                .filter(|(_, v)| *v != 0)
+                .collect(),
+            events: Event::ALL
+                .iter()
+                .map(|e| (e.name().to_owned(), self.events[*e as usize].get()))
                 .filter(|(_, v)| *v != 0)
                 .collect(),
             empty_polls: self.empty_polls.get(),
@@ -75,6 +86,8 @@ pub struct WorkerSnapshot {
     pub tx: u64,
     /// Non-zero drop counters by reason name.
     pub drops: BTreeMap<String, u64>,
+    /// Non-zero slow-path event counters by name.
+    pub events: BTreeMap<String, u64>,
     pub empty_polls: u64,
     pub busy_cycles: u64,
     pub total_cycles: u64,
@@ -125,7 +138,12 @@ pub struct FinalReport {
     pub tx: u64,
     pub dropped: u64,
     pub drops: BTreeMap<String, u64>,
+    pub events: BTreeMap<String, u64>,
     pub rx_mpps: f64,
+    /// Hits per ACL rule (index order), summed over workers; last = default.
+    pub acl_hits: Vec<u64>,
+    /// Table sizes and memory.
+    pub tables: BTreeMap<String, u64>,
     pub ports: Vec<PortReport>,
     pub workers: Vec<WorkerReport>,
     pub mempool: MempoolReport,
@@ -144,4 +162,15 @@ pub fn totals(workers: &[WorkerSnapshot]) -> (u64, u64, BTreeMap<String, u64>) {
         }
     }
     (rx, tx, drops)
+}
+
+/// Sums the event counters of all workers.
+pub fn event_totals(workers: &[WorkerSnapshot]) -> BTreeMap<String, u64> {
+    let mut ev = BTreeMap::new();
+    for w in workers {
+        for (k, v) in &w.events {
+            *ev.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    ev
 }

@@ -9,7 +9,7 @@ use crate::burst::{Burst, BURST_SIZE};
 use crate::dpdk::mbuf::free_bulk;
 use crate::dpdk::port::{RxQueue, TxQueue};
 use crate::dpdk::{rdtsc, Mbuf};
-use crate::pipeline::{dispatch, new_meta_burst, DropReason, Output, Pipeline};
+use crate::pipeline::{dispatch, new_meta_burst, DropReason, Output, Pipeline, StageCtx};
 use crate::stats::WorkerStats;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,6 +26,8 @@ pub struct Worker {
     pub stop: Arc<AtomicBool>,
     /// TSC ticks a partly filled TX buffer may wait.
     pub drain_tsc: u64,
+    /// TSC ticks per second.
+    pub tsc_hz: u64,
 }
 
 /// The worker's TX buffers and drop bin: the `Output` of its dispatch pass.
@@ -84,6 +86,14 @@ impl Output<Mbuf> for TxBuffers {
     }
 
     #[inline]
+    fn consume(&mut self, pkt: Mbuf) {
+        if let Err(pkt) = self.drops.push(pkt) {
+            self.free_drops();
+            let _ = self.drops.push(pkt);
+        }
+    }
+
+    #[inline]
     fn tx_all(&mut self, port: u16, pkts: &mut Burst<Mbuf>) {
         let p = port as usize;
         if self.bufs[p].is_empty() {
@@ -115,6 +125,7 @@ impl Worker {
             stats,
             stop,
             drain_tsc,
+            tsc_hz,
         } = self;
         let mut out = TxBuffers {
             bufs: tx.iter().map(|_| Burst::new()).collect(),
@@ -126,8 +137,9 @@ impl Worker {
         let mut meta = new_meta_burst();
         let start = rdtsc();
         let mut last_drain = start;
+        // One TSC read per iteration: this iteration's end is the next one's start.
+        let mut t0 = start;
         while !stop.load(Ordering::Relaxed) {
-            let t0 = rdtsc();
             let mut got = 0usize;
             for (port, q) in rx.iter_mut() {
                 let n = q.rx_burst(&mut burst);
@@ -135,7 +147,12 @@ impl Worker {
                     continue;
                 }
                 got += n;
-                pipeline.run(&mut burst, &mut meta, *port);
+                let ctx = StageCtx {
+                    now: t0,
+                    tsc_hz,
+                    counters: &stats,
+                };
+                pipeline.run(&mut burst, &mut meta, *port, &ctx);
                 dispatch(&mut burst, &meta, &mut out);
             }
             let t1 = rdtsc();
@@ -152,6 +169,7 @@ impl Worker {
                 last_drain = t1;
                 stats.total_cycles.set(t1 - start);
             }
+            t0 = t1;
         }
         out.flush_all();
         out.free_drops();

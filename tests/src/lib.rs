@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 /// Repository root (the workspace).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The daemon binary: `$DATAPLANE_BIN`, else target/debug/dataplane, which
@@ -28,7 +31,15 @@ pub fn dataplane_bin() -> PathBuf {
             .map(|t| repo_root().join(t))
             .unwrap_or_else(|_| repo_root().join("target"));
         let st = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "dataplane", "--bin", "dataplane", "--target-dir"])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "dataplane",
+                "--bin",
+                "dataplane",
+                "--target-dir",
+            ])
             .arg(&target)
             .current_dir(repo_root())
             .status()
@@ -66,7 +77,10 @@ pub fn ensure_hugepages(pages: u64) -> bool {
     }
     fn mounted() -> bool {
         std::fs::read_to_string("/proc/mounts")
-            .map(|m| m.lines().any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs")))
+            .map(|m| {
+                m.lines()
+                    .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+            })
             .unwrap_or(false)
     }
     if free() >= pages && mounted() {
@@ -114,7 +128,10 @@ impl RunResult {
 /// Runs `dataplane run --config cfg` to completion (the config or `args`
 /// must make it stop, e.g. `--stop-when-idle`), within `timeout`.
 pub fn run_daemon(dir: &Path, cfg: &Path, args: &[&str], timeout: Duration) -> Result<RunResult> {
-    let json = dir.join(format!("stats-{}.json", SEQ.fetch_add(1, Ordering::Relaxed)));
+    let json = dir.join(format!(
+        "stats-{}.json",
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
     let mut cmd = Command::new(dataplane_bin());
     cmd.arg("run")
         .arg("--config")
@@ -134,7 +151,8 @@ pub fn run_daemon(dir: &Path, cfg: &Path, args: &[&str], timeout: Duration) -> R
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).context("reading stats json")?)?;
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&json).context("reading stats json")?)?;
     Ok(RunResult { output, report })
 }
 
@@ -183,7 +201,8 @@ pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) -> Result<()> {
     let f = std::fs::File::create(path)?;
     let mut w = pcap_file::pcap::PcapWriter::new(f)?;
     for (i, fr) in frames.iter().enumerate() {
-        let pkt = pcap_file::pcap::PcapPacket::new(Duration::from_micros(i as u64), fr.len() as u32, fr);
+        let pkt =
+            pcap_file::pcap::PcapPacket::new(Duration::from_micros(i as u64), fr.len() as u32, fr);
         w.write_packet(&pkt)?;
     }
     Ok(())
@@ -211,7 +230,10 @@ impl Daemon {
     /// Starts `dataplane run --config cfg args...`.
     pub fn start(dir: &Path, cfg: &Path, args: &[&str]) -> Result<Daemon> {
         use std::io::Read;
-        let stats_json = dir.join(format!("stats-{}.json", SEQ.fetch_add(1, Ordering::Relaxed)));
+        let stats_json = dir.join(format!(
+            "stats-{}.json",
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
         let mut child = Command::new(dataplane_bin())
             .args(["run", "--config"])
             .arg(cfg)
@@ -231,7 +253,9 @@ impl Daemon {
                 if n == 0 {
                     break;
                 }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
             }
         });
         Ok(Daemon {
@@ -246,7 +270,12 @@ impl Daemon {
     }
 
     /// Waits until the log satisfies `pred`; fails if the daemon exits first.
-    pub fn wait_log(&mut self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> Result<()> {
+    pub fn wait_log(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
             if pred(&self.log()) {
@@ -264,7 +293,9 @@ impl Daemon {
 
     /// Waits until every worker has started.
     pub fn wait_running(&mut self) -> Result<()> {
-        self.wait_log("workers to start", Duration::from_secs(30), |l| l.contains("worker started"))
+        self.wait_log("workers to start", Duration::from_secs(30), |l| {
+            l.contains("worker started")
+        })
     }
 
     /// Sends `sig` and waits for exit; returns (output, final report, time to exit).
@@ -274,7 +305,8 @@ impl Daemon {
         let out = wait_with_timeout(self.child, timeout)?;
         let took = t0.elapsed();
         let report = serde_json::from_slice(
-            &std::fs::read(&self.stats_json).with_context(|| format!("daemon log:\n{}", self.log.lock().unwrap()))?,
+            &std::fs::read(&self.stats_json)
+                .with_context(|| format!("daemon log:\n{}", self.log.lock().unwrap()))?,
         )?;
         Ok((out, report, took))
     }

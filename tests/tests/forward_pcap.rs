@@ -14,7 +14,10 @@ const PEER0_MAC: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x20];
 const PEER1_MAC: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x21];
 
 fn mac(m: [u8; 6]) -> String {
-    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 fn config(dir: &Path, prefix: &str, hugepages: &str) -> String {
@@ -105,7 +108,13 @@ fn run_case(hugepages: &str) {
     let cfg = dir.path().join("fwd.toml");
     std::fs::write(&cfg, config(dir.path(), &file_prefix("fwd"), hugepages)).unwrap();
 
-    let r = run_daemon(dir.path(), &cfg, &["--stop-when-idle", "500"], Duration::from_secs(60)).unwrap();
+    let r = run_daemon(
+        dir.path(),
+        &cfg,
+        &["--stop-when-idle", "500"],
+        Duration::from_secs(60),
+    )
+    .unwrap();
     eprintln!("{}", r.stdout());
 
     let out0 = read_pcap(&dir.path().join("out0.pcap")).unwrap();
@@ -179,7 +188,13 @@ pairs = [["a", "b"]]
     );
     let path = dir.path().join("c.toml");
     std::fs::write(&path, cfg).unwrap();
-    let r = run_daemon(dir.path(), &path, &["--stop-when-idle", "400"], Duration::from_secs(60)).unwrap();
+    let r = run_daemon(
+        dir.path(),
+        &path,
+        &["--stop-when-idle", "400"],
+        Duration::from_secs(60),
+    )
+    .unwrap();
     assert_eq!(r.drop_count("no_output"), 10);
     assert_eq!(r.report["tx"], 100);
     assert_eq!(read_pcap(&dir.path().join("out1.pcap")).unwrap().len(), 100);

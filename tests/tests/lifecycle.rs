@@ -42,12 +42,17 @@ pairs = [["p0", "p1"]]
     let mut d = Daemon::start(dir.path(), &path, &[]).unwrap();
     // Wait until packets are flowing (a stats line reports rx > 0).
     d.wait_log("traffic", Duration::from_secs(30), |l| {
-        l.lines().any(|x| x.contains("stats rx=") && !x.contains("stats rx=0 "))
+        l.lines()
+            .any(|x| x.contains("stats rx=") && !x.contains("stats rx=0 "))
     })
     .unwrap();
     let (out, report, took) = d.stop(sig, Duration::from_secs(10)).unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "exit status {:?}\n{stdout}", out.status);
+    assert!(
+        out.status.success(),
+        "exit status {:?}\n{stdout}",
+        out.status
+    );
     assert!(took < Duration::from_secs(2), "took {took:?} to stop");
     assert!(stdout.contains("final:"), "final stats missing:\n{stdout}");
     assert!(stdout.contains("0 in use (no leak)"), "{stdout}");
@@ -94,11 +99,20 @@ pairs = [["n0", "n1"]]
     let path = dir.path().join("c.toml");
     std::fs::write(&path, cfg).unwrap();
     let t0 = Instant::now();
-    let r = run_daemon(dir.path(), &path, &["--duration", "1"], Duration::from_secs(30)).unwrap();
+    let r = run_daemon(
+        dir.path(),
+        &path,
+        &["--duration", "1"],
+        Duration::from_secs(30),
+    )
+    .unwrap();
     assert!(t0.elapsed() < Duration::from_secs(15));
     // net_null generates packets on RX: all of them go out of the other port.
     let rx = r.report["rx"].as_u64().unwrap();
     assert!(rx > 0);
-    assert_eq!(r.report["tx"].as_u64().unwrap() + r.drop_count("tx_full"), rx);
+    assert_eq!(
+        r.report["tx"].as_u64().unwrap() + r.drop_count("tx_full"),
+        rx
+    );
     assert_eq!(r.report["mempool"]["in_use"], 0);
 }

@@ -14,13 +14,19 @@ fn testpmd_counter(out: &str, section: &str, key: &str) -> u64 {
         .split(section)
         .nth(1)
         .unwrap_or_else(|| panic!("testpmd output lacks {section}:\n{out}"));
-    let after = sec.split(key).nth(1).unwrap_or_else(|| panic!("no {key} in:\n{sec}"));
+    let after = sec
+        .split(key)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {key} in:\n{sec}"));
     after.split_whitespace().next().unwrap().parse().unwrap()
 }
 
 #[test]
 fn testpmd_traffic_flows_through_the_daemon_and_back() {
-    assert!(have("dpdk-testpmd"), "dpdk-testpmd missing: run scripts/setup.sh (package dpdk)");
+    assert!(
+        have("dpdk-testpmd"),
+        "dpdk-testpmd missing: run scripts/setup.sh (package dpdk)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("memif.sock");
     let cfg = format!(
@@ -53,7 +59,10 @@ pairs = [["m0", "m0"]]
     let mut testpmd = Command::new("dpdk-testpmd")
         .args(["-l", "0,1", "--no-huge", "-m", "256", "--no-pci"])
         .arg(format!("--file-prefix={}", file_prefix("memif-t")))
-        .arg(format!("--vdev=net_memif0,role=client,socket={},id=0", sock.display()))
+        .arg(format!(
+            "--vdev=net_memif0,role=client,socket={},id=0",
+            sock.display()
+        ))
         .args([
             "--",
             "-i",
@@ -81,7 +90,11 @@ pairs = [["m0", "m0"]]
     let tpmd = String::from_utf8_lossy(&tout.stdout).into_owned();
 
     let (dout, report, _) = daemon.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
-    assert!(dout.status.success(), "daemon: {}", String::from_utf8_lossy(&dout.stdout));
+    assert!(
+        dout.status.success(),
+        "daemon: {}",
+        String::from_utf8_lossy(&dout.stdout)
+    );
 
     let section = "Accumulated forward statistics for all ports";
     let t_tx = testpmd_counter(&tpmd, section, "TX-packets:");
@@ -96,6 +109,9 @@ pairs = [["m0", "m0"]]
     assert_eq!(report["dropped"], 0);
     // testpmd saw them come back, less what was in flight when it stopped
     // (at most the 4 injected bursts of 32).
-    assert!(t_rx <= d_tx && d_tx - t_rx <= 128, "testpmd rx {t_rx} vs daemon tx {d_tx}");
+    assert!(
+        t_rx <= d_tx && d_tx - t_rx <= 128,
+        "testpmd rx {t_rx} vs daemon tx {d_tx}"
+    );
     assert_eq!(report["mempool"]["in_use"], 0);
 }

@@ -9,6 +9,7 @@
 pub mod acl;
 pub mod eal;
 pub mod error;
+pub mod hash;
 pub mod lpm;
 pub mod mbuf;
 pub mod mempool;

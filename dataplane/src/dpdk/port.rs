@@ -171,7 +171,11 @@ impl Port {
         check("rte_eth_dev_adjust_nb_rx_tx_desc", unsafe {
             dpdk_sys::rte_eth_dev_adjust_nb_rx_tx_desc(id.0, &mut rx_desc, &mut tx_desc)
         })?;
-        let socket = if info.socket < 0 { 0 } else { info.socket as u32 };
+        let socket = if info.socket < 0 {
+            0
+        } else {
+            info.socket as u32
+        };
         for q in 0..cfg.rx_queues {
             // SAFETY: id/q valid; NULL rxconf = driver defaults; pool outlives
             // the port (the Port holds an Arc to it).
@@ -201,7 +205,10 @@ impl Port {
                 // Virtual devices such as net_pcap cannot change their MAC.
                 // The dataplane writes source MACs itself, so the configured
                 // address still works as the port's address in software.
-                tracing::info!(port = name, "device cannot set its MAC; using it in software only");
+                tracing::info!(
+                    port = name,
+                    "device cannot set its MAC; using it in software only"
+                );
                 soft_mac = Some(mac);
             } else {
                 check("rte_eth_dev_default_mac_addr_set", rc)?;
@@ -318,7 +325,9 @@ impl Port {
             .map(|v| {
                 let nm = &names[v.id as usize].name;
                 // SAFETY: DPDK NUL-terminates xstat names within 64 bytes.
-                let s = unsafe { CStr::from_ptr(nm.as_ptr()) }.to_string_lossy().into_owned();
+                let s = unsafe { CStr::from_ptr(nm.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned();
                 (s, v.value)
             })
             .collect()
@@ -330,7 +339,10 @@ impl Port {
         if std::mem::replace(slot, true) {
             return None;
         }
-        Some(RxQueue { port: self.id, queue: q })
+        Some(RxQueue {
+            port: self.id,
+            queue: q,
+        })
     }
 
     /// Hands out TX queue `q` once.
@@ -339,7 +351,10 @@ impl Port {
         if std::mem::replace(slot, true) {
             return None;
         }
-        Some(TxQueue { port: self.id, queue: q })
+        Some(TxQueue {
+            port: self.id,
+            queue: q,
+        })
     }
 }
 
@@ -406,7 +421,10 @@ impl TxQueue {
     /// Sends the burst; the driver owns what it accepted. Packets it refused
     /// are freed in bulk and their count returned as `(sent, dropped)`.
     #[inline(always)]
-    pub fn tx_burst_or_free<const N: usize>(&mut self, burst: &mut Burst<Mbuf, N>) -> (usize, usize) {
+    pub fn tx_burst_or_free<const N: usize>(
+        &mut self,
+        burst: &mut Burst<Mbuf, N>,
+    ) -> (usize, usize) {
         let len = burst.len();
         if len == 0 {
             return (0, 0);
@@ -422,8 +440,11 @@ impl TxQueue {
             unsafe { std::ptr::write(slot, None) };
         }
         let dropped = len - n;
-        free_bulk(burst);
-        burst.set_len(0);
+        if dropped == 0 {
+            burst.set_len(0);
+        } else {
+            free_bulk(burst);
+        }
         (n, dropped)
     }
 }

@@ -61,7 +61,10 @@ impl Forward {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::{dispatch, new_meta_burst, Collect, Pipeline, Stage, VecPacket};
+    use crate::pipeline::{
+        dispatch, new_meta_burst, Collect, Pipeline, Stage, StageCtx, VecPacket,
+    };
+    use crate::stats::WorkerCounters;
 
     fn frame(fill: u8) -> VecPacket {
         let mut f = vec![fill; 60];
@@ -71,8 +74,16 @@ mod tests {
     }
 
     fn pipeline() -> Pipeline {
-        let macs = [[0x02, 0, 0, 0, 0, 0xa0], [0x02, 0, 0, 0, 0, 0xa1], [0x02, 0, 0, 0, 0, 0xa2]];
-        let peers = [[0x02, 0, 0, 0, 0, 0xb0], [0x02, 0, 0, 0, 0, 0xb1], [0x02, 0, 0, 0, 0, 0xb2]];
+        let macs = [
+            [0x02, 0, 0, 0, 0, 0xa0],
+            [0x02, 0, 0, 0, 0, 0xa1],
+            [0x02, 0, 0, 0, 0, 0xa2],
+        ];
+        let peers = [
+            [0x02, 0, 0, 0, 0, 0xb0],
+            [0x02, 0, 0, 0, 0, 0xb1],
+            [0x02, 0, 0, 0, 0, 0xb2],
+        ];
         Pipeline::new(vec![Stage::Forward(Forward::new(
             vec![Some(1), Some(0), None],
             &macs,
@@ -88,7 +99,8 @@ mod tests {
             b.push(frame(k)).unwrap();
         }
         let mut meta = new_meta_burst();
-        p.run(&mut b, &mut meta, 0);
+        let c = WorkerCounters::default();
+        p.run(&mut b, &mut meta, 0, &StageCtx::test(&c));
         let mut out = Collect::default();
         dispatch(&mut b, &meta, &mut out);
         assert!(b.is_empty());
@@ -97,7 +109,10 @@ mod tests {
             assert_eq!(*port, 1);
             assert_eq!(&pkt.bytes[..6], &[0x02, 0, 0, 0, 0, 0xb1]);
             assert_eq!(&pkt.bytes[6..12], &[0x02, 0, 0, 0, 0, 0xa1]);
-            assert!(pkt.bytes[14..].iter().all(|&x| x == k as u8), "payload untouched");
+            assert!(
+                pkt.bytes[14..].iter().all(|&x| x == k as u8),
+                "payload untouched"
+            );
         }
     }
 
@@ -107,7 +122,8 @@ mod tests {
         let mut b = Burst::<VecPacket>::new();
         b.push(frame(1)).unwrap();
         let mut meta = new_meta_burst();
-        p.run(&mut b, &mut meta, 2);
+        let c = WorkerCounters::default();
+        p.run(&mut b, &mut meta, 2, &StageCtx::test(&c));
         let mut out = Collect::default();
         dispatch(&mut b, &meta, &mut out);
         assert_eq!(out.dropped.len(), 1);
@@ -115,7 +131,7 @@ mod tests {
 
         b.push(VecPacket::new(vec![0u8; 13])).unwrap();
         b.push(frame(2)).unwrap();
-        p.run(&mut b, &mut meta, 1);
+        p.run(&mut b, &mut meta, 1, &StageCtx::test(&c));
         let mut out = Collect::default();
         dispatch(&mut b, &meta, &mut out);
         assert_eq!(out.dropped.len(), 1);

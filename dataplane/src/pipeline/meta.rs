@@ -91,6 +91,62 @@ pub enum Verdict {
     Tx(u16),
     /// Drop; later stages skip it.
     Drop(DropReason),
+    /// Used up by the daemon itself (an ARP reply it learned from): freed,
+    /// not counted as a drop.
+    Consumed,
+}
+
+/// Slow-path events the stages count (not drops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Event {
+    /// ARP request for one of our addresses answered.
+    ArpReply = 0,
+    /// ARP request sent to resolve a next hop.
+    ArpRequest,
+    /// Neighbour solicitation for one of our addresses answered.
+    NdAdvert,
+    /// Neighbour solicitation sent to resolve a next hop.
+    NdSolicit,
+    /// ICMP/ICMPv6 echo request to us answered.
+    EchoReply,
+    /// ICMP/ICMPv6 error (time exceeded) sent.
+    IcmpError,
+    /// ICMP error suppressed by the rate limit.
+    IcmpRateLimited,
+    /// Neighbour learned or refreshed from ARP/NDP.
+    NeighborLearned,
+    /// Packet consumed by the daemon (ARP reply, NA).
+    Consumed,
+}
+
+impl Event {
+    pub const COUNT: usize = Event::Consumed as usize + 1;
+    pub const ALL: [Event; Event::COUNT] = [
+        Event::ArpReply,
+        Event::ArpRequest,
+        Event::NdAdvert,
+        Event::NdSolicit,
+        Event::EchoReply,
+        Event::IcmpError,
+        Event::IcmpRateLimited,
+        Event::NeighborLearned,
+        Event::Consumed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::ArpReply => "arp_reply_sent",
+            Event::ArpRequest => "arp_request_sent",
+            Event::NdAdvert => "nd_advert_sent",
+            Event::NdSolicit => "nd_solicit_sent",
+            Event::EchoReply => "echo_reply_sent",
+            Event::IcmpError => "icmp_error_sent",
+            Event::IcmpRateLimited => "icmp_rate_limited",
+            Event::NeighborLearned => "neighbor_learned",
+            Event::Consumed => "consumed",
+        }
+    }
 }
 
 /// Network-layer kind found by the parse stage.

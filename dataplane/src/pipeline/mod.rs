@@ -6,35 +6,73 @@
 //! packets to their output buffers and drops. The pipeline runs over the
 //! [`PacketBuf`] trait, so it is tested and fuzzed on plain byte vectors and
 //! run by the daemon over mbufs.
+pub mod acl;
 pub mod forward;
+pub mod local;
 pub mod meta;
 pub mod packet;
+pub mod parse;
+pub mod route;
 
-pub use meta::{DropReason, FlowKey, Meta, Verdict, L3};
+pub use meta::{DropReason, Event, FlowKey, Meta, Verdict, L3};
 pub use packet::{PacketBuf, VecPacket};
 
 use crate::burst::{Burst, BURST_SIZE};
+use crate::stats::WorkerCounters;
+use acl::AclStage;
 use forward::Forward;
+use parse::Parse;
+use route::RouteStage;
+
+/// What a stage may read or bump besides the packets: the time and the
+/// worker's counters (single writer: the worker running the stage).
+pub struct StageCtx<'a> {
+    /// TSC at the start of the burst.
+    pub now: u64,
+    /// TSC ticks per second.
+    pub tsc_hz: u64,
+    pub counters: &'a WorkerCounters,
+}
+
+impl<'a> StageCtx<'a> {
+    /// A context for tests and the fuzzer: a 1 GHz clock at t = 1 s.
+    pub fn test(counters: &'a WorkerCounters) -> Self {
+        StageCtx {
+            now: 1_000_000_000,
+            tsc_hz: 1_000_000_000,
+            counters,
+        }
+    }
+}
 
 /// Per-burst scratch: one `Meta` per packet slot.
 pub type MetaBurst = [Meta; BURST_SIZE];
 
 /// The closed set of stages; one `match` per stage per burst.
 pub enum Stage {
+    Parse(Parse),
     Forward(Forward),
+    Acl(AclStage),
+    Route(Box<RouteStage>),
 }
 
 impl Stage {
     pub fn name(&self) -> &'static str {
         match self {
+            Stage::Parse(_) => "parse",
             Stage::Forward(_) => "forward",
+            Stage::Acl(_) => "acl",
+            Stage::Route(_) => "route",
         }
     }
 
     #[inline]
-    fn process<P: PacketBuf>(&mut self, pkts: &mut Burst<P>, meta: &mut MetaBurst) {
+    fn process<P: PacketBuf>(&mut self, pkts: &mut Burst<P>, meta: &mut MetaBurst, ctx: &StageCtx) {
         match self {
+            Stage::Parse(s) => s.process(pkts, meta),
             Stage::Forward(s) => s.process(pkts, meta),
+            Stage::Acl(s) => s.process(pkts.len(), meta, ctx),
+            Stage::Route(s) => s.process(pkts, meta, ctx),
         }
     }
 }
@@ -55,16 +93,21 @@ impl Pipeline {
 
     /// Runs every stage over a burst received on port index `in_port`.
     #[inline]
-    pub fn run<P: PacketBuf>(&mut self, pkts: &mut Burst<P>, meta: &mut MetaBurst, in_port: u16) {
+    pub fn run<P: PacketBuf>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        in_port: u16,
+        ctx: &StageCtx,
+    ) {
         let n = pkts.len();
+        // Only what every stage relies on; parse initialises the rest.
         for m in &mut meta[..n] {
             m.verdict = Verdict::Continue;
             m.in_port = in_port;
-            m.flags = 0;
-            m.l3 = L3::Unparsed;
         }
         for s in &mut self.stages {
-            s.process(pkts, meta);
+            s.process(pkts, meta, ctx);
         }
     }
 }
@@ -74,6 +117,8 @@ impl Pipeline {
 pub trait Output<P> {
     fn tx(&mut self, port: u16, pkt: P);
     fn drop(&mut self, pkt: P, reason: DropReason);
+    /// Frees a packet the daemon used up (not a drop).
+    fn consume(&mut self, pkt: P);
     /// The whole burst goes to `port` (the common case of a cross-connect or
     /// a one-route burst); implementations may send it without copying.
     fn tx_all(&mut self, port: u16, pkts: &mut Burst<P>) {
@@ -108,6 +153,7 @@ pub fn dispatch<P, O: Output<P>>(pkts: &mut Burst<P>, meta: &MetaBurst, out: &mu
             Verdict::Tx(port) => out.tx(port, pkt),
             Verdict::Drop(reason) => out.drop(pkt, reason),
             Verdict::Continue => out.drop(pkt, DropReason::NoOutput),
+            Verdict::Consumed => out.consume(pkt),
         }
     }
     pkts.set_len(0);
@@ -118,6 +164,7 @@ pub fn dispatch<P, O: Output<P>>(pkts: &mut Burst<P>, meta: &MetaBurst, out: &mu
 pub struct Collect<P> {
     pub sent: Vec<(u16, P)>,
     pub dropped: Vec<(DropReason, P)>,
+    pub consumed: Vec<P>,
 }
 
 impl<P> Default for Collect<P> {
@@ -125,6 +172,7 @@ impl<P> Default for Collect<P> {
         Collect {
             sent: Vec::new(),
             dropped: Vec::new(),
+            consumed: Vec::new(),
         }
     }
 }
@@ -135,6 +183,9 @@ impl<P> Output<P> for Collect<P> {
     }
     fn drop(&mut self, pkt: P, reason: DropReason) {
         self.dropped.push((reason, pkt));
+    }
+    fn consume(&mut self, pkt: P) {
+        self.consumed.push(pkt);
     }
 }
 

@@ -1,1 +1,19 @@
-//! Lookup tables (routes, ACL) behind small traits; DPDK-backed ones wrap `dpdk::lpm`/`dpdk::acl`.
+//! Lookup tables (routes, ACL) behind small traits; the DPDK-backed ones wrap
+//! [`crate::dpdk::lpm`] and [`crate::dpdk::acl`].
+//!
+//! This module is safe Rust: it chooses a backend, converts between the
+//! daemon's types (prefixes, rules, next-hop ids) and what DPDK stores, and
+//! keeps the linear-scan oracles the tests and benches compare against.
+//! Tables are built by the control plane and read by workers through `&self`;
+//! a change means building a new table and swapping it in between bursts.
+pub mod acl;
+pub mod neighbor;
+pub mod prefix;
+pub mod route;
+pub mod routing;
+pub mod testing;
+
+pub use acl::{AclAction, AclRule, AclTable};
+pub use prefix::Prefix;
+pub use route::{Route4, Route6, RouteBackend, RouteConfig, RouteTable, MISS};
+pub use testing::test_eal;

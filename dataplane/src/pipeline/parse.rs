@@ -1,0 +1,284 @@
+//! `parse` (inserted automatically before the first stage that needs it):
+//! walks Ethernet and VLAN tags, validates the IPv4/IPv6 header (RFC 1812
+//! checks: version, IHL, total length, header checksum), walks IPv6
+//! extension headers and fills the packet's [`Meta`] once.
+//!
+//! Meta: reads `verdict`; sets `l3`, `l3_off`, `l4_off`, `flags`
+//! (FRAGMENT, L2_MULTICAST), `key` (proto, vlan, ports, addresses) and
+//! `hash`; sets `verdict = Drop(reason)` for malformed packets and
+//! EtherTypes other than IPv4, IPv6 and ARP.
+use super::meta::flags;
+use super::{DropReason, Meta, MetaBurst, PacketBuf, Verdict, L3};
+use crate::burst::Burst;
+use crate::wire::{self, EtherType, IpProtocol, Ipv4Packet, Ipv6Packet};
+
+/// How deep to parse; set from what the later stages need.
+#[derive(Debug, Clone, Copy)]
+pub struct Parse {
+    /// Read L4 ports (ACL rules with ports, ECMP hashing).
+    pub l4: bool,
+    /// Compute `Meta::hash` (ECMP).
+    pub hash: bool,
+    /// Verify the IPv4 header checksum in software.
+    pub verify_checksum: bool,
+}
+
+impl Default for Parse {
+    fn default() -> Self {
+        Parse {
+            l4: true,
+            hash: true,
+            verify_checksum: true,
+        }
+    }
+}
+
+pub fn drop_reason(e: wire::Error) -> DropReason {
+    match e {
+        wire::Error::Truncated => DropReason::Truncated,
+        wire::Error::BadVersion => DropReason::BadVersion,
+        wire::Error::BadHeaderLen => DropReason::BadHeaderLen,
+        wire::Error::BadTotalLen => DropReason::BadTotalLen,
+        wire::Error::BadChecksum => DropReason::BadChecksum,
+        _ => DropReason::Unsupported,
+    }
+}
+
+impl Parse {
+    #[inline]
+    pub fn process<P: PacketBuf>(&self, pkts: &mut Burst<P>, meta: &mut MetaBurst) {
+        for i in 0..pkts.len() {
+            if let Some(p) = pkts.get(i + 3) {
+                p.prefetch();
+            }
+            let m = &mut meta[i];
+            if m.verdict != Verdict::Continue {
+                continue;
+            }
+            let Some(pkt) = pkts.get(i) else { continue };
+            if let Err(reason) = self.parse_one(pkt.data(), m) {
+                m.verdict = Verdict::Drop(reason);
+            }
+        }
+    }
+
+    /// Parses one frame into `m`.
+    #[inline]
+    pub fn parse_one(&self, data: &[u8], m: &mut Meta) -> Result<(), DropReason> {
+        m.flags = 0;
+        m.l3 = L3::Unparsed;
+        let l2 = wire::l3_offset(data).map_err(drop_reason)?;
+        if data[0] & 1 != 0 {
+            m.flags |= flags::L2_MULTICAST;
+        }
+        m.key.vlan_be = l2.vids[0].unwrap_or(0).to_be();
+        m.l3_off = l2.l3_offset as u16;
+        m.l4_off = 0;
+        m.key.sport_be = 0;
+        m.key.dport_be = 0;
+        let l3 = &data[l2.l3_offset..];
+        let (proto, l4) = match l2.ethertype {
+            EtherType::Ipv4 => {
+                let ip = Ipv4Packet::new_checked(l3).map_err(drop_reason)?;
+                if self.verify_checksum && !ip.verify_checksum() {
+                    return Err(DropReason::BadChecksum);
+                }
+                m.l3 = L3::Ipv4;
+                let proto = u8::from(ip.protocol());
+                m.key.proto = proto;
+                m.key.src = [0; 16];
+                m.key.dst = [0; 16];
+                m.key.src[..4].copy_from_slice(&l3[12..16]);
+                m.key.dst[..4].copy_from_slice(&l3[16..20]);
+                if ip.is_non_first_fragment() {
+                    m.flags |= flags::FRAGMENT;
+                    (proto, None)
+                } else {
+                    let hl = ip.header_len();
+                    (proto, Some((hl, &l3[hl..ip.total_len() as usize])))
+                }
+            }
+            EtherType::Ipv6 => {
+                let ip = Ipv6Packet::new_checked(l3).map_err(drop_reason)?;
+                m.l3 = L3::Ipv6;
+                m.key.src.copy_from_slice(&l3[8..24]);
+                m.key.dst.copy_from_slice(&l3[24..40]);
+                let payload =
+                    &l3[wire::ipv6::HEADER_LEN..wire::ipv6::HEADER_LEN + ip.payload_len() as usize];
+                let walk = wire::walk_extensions(ip.next_header(), payload).map_err(drop_reason)?;
+                let proto = u8::from(walk.protocol);
+                m.key.proto = proto;
+                if walk.is_non_first_fragment {
+                    m.flags |= flags::FRAGMENT;
+                    (proto, None)
+                } else {
+                    let off = wire::ipv6::HEADER_LEN + walk.l4_offset;
+                    (proto, Some((off, &payload[walk.l4_offset..])))
+                }
+            }
+            EtherType::Arp => {
+                m.l3 = L3::Arp;
+                return Ok(());
+            }
+            _ => return Err(DropReason::Unsupported),
+        };
+        if let Some((off, l4)) = l4 {
+            m.l4_off = (l2.l3_offset + off) as u16;
+            if self.l4 && has_ports(proto) {
+                if l4.len() < 4 {
+                    return Err(DropReason::Truncated);
+                }
+                m.key.sport_be = u16::from_ne_bytes([l4[0], l4[1]]);
+                m.key.dport_be = u16::from_ne_bytes([l4[2], l4[3]]);
+            }
+        }
+        if self.hash {
+            m.hash = flow_hash(&m.key);
+        }
+        Ok(())
+    }
+}
+
+/// Protocols whose first four L4 bytes are source and destination ports.
+#[inline]
+fn has_ports(proto: u8) -> bool {
+    matches!(IpProtocol::from(proto), IpProtocol::Tcp | IpProtocol::Udp) || proto == 132
+    // SCTP
+}
+
+/// Flow hash over the 5-tuple: the same flow always gets the same hash, so
+/// ECMP keeps a flow on one path. (A multiply-rotate mix: two instructions per
+/// word, plenty for spreading flows over a handful of paths.)
+#[inline]
+pub fn flow_hash(k: &super::FlowKey) -> u32 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let w = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
+    let mut h = (u64::from(k.proto) << 32) | (u64::from(k.sport_be) << 16) | u64::from(k.dport_be);
+    for word in [
+        w(&k.src[..8]),
+        w(&k.src[8..]),
+        w(&k.dst[..8]),
+        w(&k.dst[8..]),
+    ] {
+        h = (h ^ word).wrapping_mul(K).rotate_left(31);
+    }
+    h = h.wrapping_mul(K);
+    (h >> 32) as u32 ^ h as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::new_meta_burst;
+    use etherparse::PacketBuilder;
+
+    fn udp4(ttl: u8) -> Vec<u8> {
+        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([10, 0, 0, 1], [198, 18, 0, 5], ttl)
+            .udp(1234, 53);
+        let mut v = Vec::new();
+        b.write(&mut v, &[1, 2, 3, 4]).unwrap();
+        v
+    }
+
+    fn parse(data: &[u8]) -> (Result<(), DropReason>, Meta) {
+        let mut m = new_meta_burst()[0];
+        let r = Parse::default().parse_one(data, &mut m);
+        (r, m)
+    }
+
+    #[test]
+    fn ipv4_udp_fills_key() {
+        let (r, m) = parse(&udp4(64));
+        r.unwrap();
+        assert_eq!(m.l3, L3::Ipv4);
+        assert_eq!(m.l3_off, 14);
+        assert_eq!(m.l4_off, 34);
+        assert_eq!(m.key.proto, 17);
+        assert_eq!(m.key.src_v4(), u32::from_be_bytes([10, 0, 0, 1]));
+        assert_eq!(m.key.dst_v4(), u32::from_be_bytes([198, 18, 0, 5]));
+        assert_eq!(m.key.sport(), 1234);
+        assert_eq!(m.key.dport(), 53);
+        assert_eq!(m.hash, flow_hash(&m.key));
+    }
+
+    #[test]
+    fn ipv6_tcp_with_vlan() {
+        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .single_vlan(77.try_into().unwrap())
+            .ipv6(
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                [0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                9,
+            )
+            .tcp(4000, 80, 1, 100);
+        let mut v = Vec::new();
+        b.write(&mut v, &[]).unwrap();
+        let (r, m) = parse(&v);
+        r.unwrap();
+        assert_eq!(m.l3, L3::Ipv6);
+        assert_eq!(m.l3_off, 18);
+        assert_eq!(m.l4_off, 58);
+        assert_eq!(u16::from_be(m.key.vlan_be), 77);
+        assert_eq!(m.key.proto, 6);
+        assert_eq!((m.key.sport(), m.key.dport()), (4000, 80));
+        assert_eq!(m.key.dst[15], 2);
+    }
+
+    #[test]
+    fn drop_reasons() {
+        let good = udp4(64);
+        // Bad checksum.
+        let mut b = good.clone();
+        b[14 + 10] ^= 0xff;
+        assert_eq!(parse(&b).0, Err(DropReason::BadChecksum));
+        // Bad version.
+        let mut b = good.clone();
+        b[14] = 0x55;
+        assert_eq!(parse(&b).0, Err(DropReason::BadVersion));
+        // IHL < 5.
+        let mut b = good.clone();
+        b[14] = 0x44;
+        assert_eq!(parse(&b).0, Err(DropReason::BadHeaderLen));
+        // Total length beyond the frame.
+        let mut b = good.clone();
+        b[16] = 0x10;
+        assert_eq!(parse(&b).0, Err(DropReason::BadTotalLen));
+        // Unknown EtherType.
+        let mut b = good.clone();
+        b[12] = 0x88;
+        b[13] = 0xb5;
+        assert_eq!(parse(&b).0, Err(DropReason::Unsupported));
+        // Every truncation of the headers is an error, never a panic.
+        for n in 0..good.len() {
+            let r = parse(&good[..n]).0;
+            assert!(r.is_err(), "len {n} parsed");
+        }
+    }
+
+    #[test]
+    fn arp_is_recognised() {
+        let mut f = vec![0xffu8; 6];
+        f.extend([2, 0, 0, 0, 0, 1]);
+        f.extend([0x08, 0x06]);
+        f.extend([0u8; 28]);
+        let (r, m) = parse(&f);
+        r.unwrap();
+        assert_eq!(m.l3, L3::Arp);
+        assert_ne!(m.flags & flags::L2_MULTICAST, 0);
+    }
+
+    #[test]
+    fn flow_hash_is_stable_and_spreads() {
+        let (_, a) = parse(&udp4(64));
+        let (_, b) = parse(&udp4(3));
+        assert_eq!(a.hash, b.hash, "TTL is not part of the flow");
+        let mut seen = std::collections::HashSet::new();
+        for port in 0..256u16 {
+            let mut k = a.key;
+            k.sport_be = port.to_be();
+            seen.insert(flow_hash(&k) % 4);
+        }
+        assert_eq!(seen.len(), 4);
+    }
+}

@@ -1,0 +1,533 @@
+//! Route tables: longest-prefix match from an address to a next-hop id.
+//!
+//! [`RouteTable`] is the one interface, implemented by the four DPDK tables
+//! of [`crate::dpdk::lpm`], by [`Route4`]/[`Route6`] (a backend chosen at
+//! start-up by [`RouteBackend`], one `match` per burst) and by
+//! [`LinearRoutes`], the linear-scan oracle. Next hops are `u32` ids; a
+//! lookup that matches no route yields [`MISS`] whatever the backend.
+//!
+//! The default backend is rte_fib (DIR-24-8) for IPv4 and rte_fib6 for IPv6:
+//! lookups cost about the same as rte_lpm/rte_lpm6, but rte_lpm's add scans
+//! every rule of the same length, so loading a full table of a million routes
+//! takes minutes where rte_fib takes about a second (numbers in the `tables`
+//! bench).
+use crate::dpdk::lpm::{mask4, mask6, Fib4, Fib6, Lpm4, Lpm6, LpmConfig};
+use crate::dpdk::DpdkError;
+
+/// The next-hop id of a lookup that matched no route.
+pub const MISS: u32 = u32::MAX;
+
+const _: () = assert!(Lpm4::MISS == MISS && Lpm6::MISS == MISS);
+
+/// Which DPDK library backs a route table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RouteBackend {
+    /// rte_fib (DIR-24-8) / rte_fib6 (trie): O(covered entries) add/delete.
+    #[default]
+    Fib,
+    /// rte_lpm / rte_lpm6: rte_lpm's add is O(rules of that length).
+    Lpm,
+}
+
+/// Backend and size of a route table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteConfig {
+    pub backend: RouteBackend,
+    /// Most routes the table will hold.
+    pub max_routes: u32,
+    /// Second-level groups (see [`LpmConfig::num_tbl8`]).
+    pub num_tbl8: u32,
+}
+
+impl RouteConfig {
+    pub fn lpm_config(&self) -> LpmConfig {
+        LpmConfig::new(self.max_routes, self.num_tbl8)
+    }
+}
+
+impl Default for RouteConfig {
+    /// rte_fib, 65,536 routes, 4,096 second-level groups (16 MiB).
+    fn default() -> RouteConfig {
+        RouteConfig {
+            backend: RouteBackend::Fib,
+            max_routes: 65_536,
+            num_tbl8: 4_096,
+        }
+    }
+}
+
+/// An address type routes are keyed by: host-order `u32` for IPv4,
+/// network-order `[u8; 16]` for IPv6.
+pub trait RouteAddr: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
+    /// Address length in bits: the longest prefix.
+    const BITS: u8;
+    /// The address with the bits past `len` cleared.
+    fn mask(self, len: u8) -> Self;
+}
+
+impl RouteAddr for u32 {
+    const BITS: u8 = 32;
+    #[inline]
+    fn mask(self, len: u8) -> u32 {
+        mask4(self, len)
+    }
+}
+
+impl RouteAddr for [u8; 16] {
+    const BITS: u8 = 128;
+    #[inline]
+    fn mask(self, len: u8) -> [u8; 16] {
+        mask6(self, len)
+    }
+}
+
+/// A longest-prefix-match table from addresses to next-hop ids.
+pub trait RouteTable: Send + Sync {
+    type Addr: RouteAddr;
+
+    /// Adds `prefix/len -> nh` (host bits of `prefix` are ignored),
+    /// replacing the next hop of an existing route. Fails when `len` is too
+    /// long, `nh` above [`RouteTable::max_nexthop`] or the table full.
+    fn add(&mut self, prefix: Self::Addr, len: u8, nh: u32) -> Result<(), DpdkError>;
+
+    /// Removes `prefix/len`; `Ok(false)` when there was no such route.
+    fn delete(&mut self, prefix: Self::Addr, len: u8) -> Result<bool, DpdkError>;
+
+    /// Writes the next hop of each address into `out`, [`MISS`] where no
+    /// route matches. Panics if `out` is shorter than `addrs`.
+    fn lookup_bulk(&self, addrs: &[Self::Addr], out: &mut [u32]);
+
+    fn lookup(&self, addr: Self::Addr) -> Option<u32> {
+        let mut out = [MISS];
+        self.lookup_bulk(&[addr], &mut out);
+        (out[0] != MISS).then_some(out[0])
+    }
+
+    /// Routes in the table.
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Estimated bytes the table holds (for stats).
+    fn memory_bytes(&self) -> usize;
+
+    /// Largest next-hop id the table stores.
+    fn max_nexthop(&self) -> u32;
+}
+
+/// rte_fib writes 8-byte next hops: look up through a stack buffer this many
+/// addresses at a time, then narrow to `u32` ids.
+const FIB_CHUNK: usize = 64;
+
+#[inline(always)]
+fn narrow(raw: &[u64], fib_miss: u64, out: &mut [u32]) {
+    for (o, &v) in out.iter_mut().zip(raw) {
+        *o = if v == fib_miss { MISS } else { v as u32 };
+    }
+}
+
+impl RouteTable for Fib4 {
+    type Addr = u32;
+    fn add(&mut self, prefix: u32, len: u8, nh: u32) -> Result<(), DpdkError> {
+        Fib4::add(self, prefix, len, nh)
+    }
+    fn delete(&mut self, prefix: u32, len: u8) -> Result<bool, DpdkError> {
+        Fib4::delete(self, prefix, len)
+    }
+    #[inline]
+    fn lookup_bulk(&self, addrs: &[u32], out: &mut [u32]) {
+        assert!(out.len() >= addrs.len(), "lookup_bulk: output too short");
+        let mut buf = [0u64; FIB_CHUNK];
+        for (a, o) in addrs.chunks(FIB_CHUNK).zip(out.chunks_mut(FIB_CHUNK)) {
+            let raw = &mut buf[..a.len()];
+            Fib4::lookup_bulk(self, a, raw);
+            narrow(raw, Fib4::MISS, o);
+        }
+    }
+    fn len(&self) -> usize {
+        Fib4::len(self)
+    }
+    fn memory_bytes(&self) -> usize {
+        Fib4::memory_bytes(self)
+    }
+    fn max_nexthop(&self) -> u32 {
+        Fib4::MAX_NEXTHOP
+    }
+}
+
+impl RouteTable for Lpm4 {
+    type Addr = u32;
+    fn add(&mut self, prefix: u32, len: u8, nh: u32) -> Result<(), DpdkError> {
+        Lpm4::add(self, prefix, len, nh)
+    }
+    fn delete(&mut self, prefix: u32, len: u8) -> Result<bool, DpdkError> {
+        Lpm4::delete(self, prefix, len)
+    }
+    #[inline]
+    fn lookup_bulk(&self, addrs: &[u32], out: &mut [u32]) {
+        Lpm4::lookup_bulk(self, addrs, out)
+    }
+    fn len(&self) -> usize {
+        Lpm4::len(self)
+    }
+    fn memory_bytes(&self) -> usize {
+        Lpm4::memory_bytes(self)
+    }
+    fn max_nexthop(&self) -> u32 {
+        Lpm4::MAX_NEXTHOP
+    }
+}
+
+impl RouteTable for Fib6 {
+    type Addr = [u8; 16];
+    fn add(&mut self, prefix: [u8; 16], len: u8, nh: u32) -> Result<(), DpdkError> {
+        Fib6::add(self, prefix, len, nh)
+    }
+    fn delete(&mut self, prefix: [u8; 16], len: u8) -> Result<bool, DpdkError> {
+        Fib6::delete(self, prefix, len)
+    }
+    #[inline]
+    fn lookup_bulk(&self, addrs: &[[u8; 16]], out: &mut [u32]) {
+        assert!(out.len() >= addrs.len(), "lookup_bulk: output too short");
+        let mut buf = [0u64; FIB_CHUNK];
+        for (a, o) in addrs.chunks(FIB_CHUNK).zip(out.chunks_mut(FIB_CHUNK)) {
+            let raw = &mut buf[..a.len()];
+            Fib6::lookup_bulk(self, a, raw);
+            narrow(raw, Fib6::MISS, o);
+        }
+    }
+    fn len(&self) -> usize {
+        Fib6::len(self)
+    }
+    fn memory_bytes(&self) -> usize {
+        Fib6::memory_bytes(self)
+    }
+    fn max_nexthop(&self) -> u32 {
+        Fib6::MAX_NEXTHOP
+    }
+}
+
+impl RouteTable for Lpm6 {
+    type Addr = [u8; 16];
+    fn add(&mut self, prefix: [u8; 16], len: u8, nh: u32) -> Result<(), DpdkError> {
+        Lpm6::add(self, prefix, len, nh)
+    }
+    fn delete(&mut self, prefix: [u8; 16], len: u8) -> Result<bool, DpdkError> {
+        Lpm6::delete(self, prefix, len)
+    }
+    #[inline]
+    fn lookup_bulk(&self, addrs: &[[u8; 16]], out: &mut [u32]) {
+        Lpm6::lookup_bulk(self, addrs, out)
+    }
+    fn len(&self) -> usize {
+        Lpm6::len(self)
+    }
+    fn memory_bytes(&self) -> usize {
+        Lpm6::memory_bytes(self)
+    }
+    fn max_nexthop(&self) -> u32 {
+        Lpm6::MAX_NEXTHOP
+    }
+}
+
+/// The IPv4 route table, backend chosen at start-up.
+pub enum Route4 {
+    Fib(Fib4),
+    Lpm(Lpm4),
+}
+
+impl Route4 {
+    pub fn new(cfg: RouteConfig) -> Result<Route4, DpdkError> {
+        Ok(match cfg.backend {
+            RouteBackend::Fib => Route4::Fib(Fib4::new(cfg.lpm_config())?),
+            RouteBackend::Lpm => Route4::Lpm(Lpm4::new(cfg.lpm_config())?),
+        })
+    }
+
+    pub fn backend(&self) -> RouteBackend {
+        match self {
+            Route4::Fib(_) => RouteBackend::Fib,
+            Route4::Lpm(_) => RouteBackend::Lpm,
+        }
+    }
+}
+
+/// The IPv6 route table, backend chosen at start-up.
+pub enum Route6 {
+    Fib(Fib6),
+    Lpm(Lpm6),
+}
+
+impl Route6 {
+    pub fn new(cfg: RouteConfig) -> Result<Route6, DpdkError> {
+        Ok(match cfg.backend {
+            RouteBackend::Fib => Route6::Fib(Fib6::new(cfg.lpm_config())?),
+            RouteBackend::Lpm => Route6::Lpm(Lpm6::new(cfg.lpm_config())?),
+        })
+    }
+
+    pub fn backend(&self) -> RouteBackend {
+        match self {
+            Route6::Fib(_) => RouteBackend::Fib,
+            Route6::Lpm(_) => RouteBackend::Lpm,
+        }
+    }
+}
+
+/// Forwards every [`RouteTable`] method to the backend: one `match` per call,
+/// i.e. per burst on the data path.
+macro_rules! dispatch_route_table {
+    ($ty:ident, $addr:ty) => {
+        impl RouteTable for $ty {
+            type Addr = $addr;
+            fn add(&mut self, prefix: $addr, len: u8, nh: u32) -> Result<(), DpdkError> {
+                match self {
+                    $ty::Fib(t) => RouteTable::add(t, prefix, len, nh),
+                    $ty::Lpm(t) => RouteTable::add(t, prefix, len, nh),
+                }
+            }
+            fn delete(&mut self, prefix: $addr, len: u8) -> Result<bool, DpdkError> {
+                match self {
+                    $ty::Fib(t) => RouteTable::delete(t, prefix, len),
+                    $ty::Lpm(t) => RouteTable::delete(t, prefix, len),
+                }
+            }
+            #[inline]
+            fn lookup_bulk(&self, addrs: &[$addr], out: &mut [u32]) {
+                match self {
+                    $ty::Fib(t) => RouteTable::lookup_bulk(t, addrs, out),
+                    $ty::Lpm(t) => RouteTable::lookup_bulk(t, addrs, out),
+                }
+            }
+            fn len(&self) -> usize {
+                match self {
+                    $ty::Fib(t) => RouteTable::len(t),
+                    $ty::Lpm(t) => RouteTable::len(t),
+                }
+            }
+            fn memory_bytes(&self) -> usize {
+                match self {
+                    $ty::Fib(t) => RouteTable::memory_bytes(t),
+                    $ty::Lpm(t) => RouteTable::memory_bytes(t),
+                }
+            }
+            fn max_nexthop(&self) -> u32 {
+                match self {
+                    $ty::Fib(t) => RouteTable::max_nexthop(t),
+                    $ty::Lpm(t) => RouteTable::max_nexthop(t),
+                }
+            }
+        }
+    };
+}
+
+dispatch_route_table!(Route4, u32);
+dispatch_route_table!(Route6, [u8; 16]);
+
+/// Longest-prefix match by scanning every route: the oracle for tests and
+/// the baseline for benches. Not for the data path.
+#[derive(Debug, Clone, Default)]
+pub struct LinearRoutes<A> {
+    routes: Vec<(A, u8, u32)>,
+}
+
+impl<A: RouteAddr> LinearRoutes<A> {
+    pub fn new() -> LinearRoutes<A> {
+        LinearRoutes { routes: Vec::new() }
+    }
+
+    /// The routes, `(masked prefix, len, next hop)`, in insertion order.
+    pub fn routes(&self) -> &[(A, u8, u32)] {
+        &self.routes
+    }
+}
+
+impl<A: RouteAddr> RouteTable for LinearRoutes<A> {
+    type Addr = A;
+
+    fn add(&mut self, prefix: A, len: u8, nh: u32) -> Result<(), DpdkError> {
+        if len > A::BITS {
+            return Err(DpdkError::Invalid(format!(
+                "prefix length {len} > {}",
+                A::BITS
+            )));
+        }
+        if nh == MISS {
+            return Err(DpdkError::Invalid("next hop is MISS".into()));
+        }
+        let p = prefix.mask(len);
+        match self.routes.iter_mut().find(|r| r.0 == p && r.1 == len) {
+            Some(r) => r.2 = nh,
+            None => self.routes.push((p, len, nh)),
+        }
+        Ok(())
+    }
+
+    fn delete(&mut self, prefix: A, len: u8) -> Result<bool, DpdkError> {
+        let p = prefix.mask(len.min(A::BITS));
+        let before = self.routes.len();
+        self.routes.retain(|r| !(r.0 == p && r.1 == len));
+        Ok(self.routes.len() != before)
+    }
+
+    fn lookup_bulk(&self, addrs: &[A], out: &mut [u32]) {
+        assert!(out.len() >= addrs.len(), "lookup_bulk: output too short");
+        for (a, o) in addrs.iter().zip(out.iter_mut()) {
+            *o = self
+                .routes
+                .iter()
+                .filter(|r| a.mask(r.1) == r.0)
+                .max_by_key(|r| r.1)
+                .map_or(MISS, |r| r.2);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.routes.capacity() * std::mem::size_of::<(A, u8, u32)>()
+    }
+
+    fn max_nexthop(&self) -> u32 {
+        MISS - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::testing::test_lock;
+
+    fn small(backend: RouteBackend) -> RouteConfig {
+        RouteConfig {
+            backend,
+            max_routes: 256,
+            num_tbl8: 64,
+        }
+    }
+
+    #[test]
+    fn default_backend_is_fib() {
+        assert_eq!(RouteConfig::default().backend, RouteBackend::Fib);
+        let _g = test_lock();
+        assert_eq!(
+            Route4::new(RouteConfig::default()).unwrap().backend(),
+            RouteBackend::Fib
+        );
+    }
+
+    #[test]
+    fn route4_backends_agree_and_miss() {
+        let _g = test_lock();
+        for backend in [RouteBackend::Fib, RouteBackend::Lpm] {
+            let mut t = Route4::new(small(backend)).unwrap();
+            assert_eq!(t.backend(), backend);
+            assert!(t.is_empty());
+            t.add(0x0a00_0000, 8, 1).unwrap();
+            t.add(0x0a01_0000, 16, 2).unwrap();
+            t.add(0x0a01_0203, 32, 3).unwrap();
+            t.add(0x0a01_0000, 16, 4).unwrap(); // replaces
+            assert_eq!(t.len(), 3);
+            // More than one FIB chunk, to cover the chunked narrowing.
+            let addrs: Vec<u32> = (0..200u32)
+                .map(|i| match i % 4 {
+                    0 => 0x0a02_0000 | i,
+                    1 => 0x0a01_0000 | i,
+                    2 => 0x0a01_0203,
+                    _ => 0x0b00_0000 | i,
+                })
+                .collect();
+            let mut out = vec![0u32; addrs.len()];
+            t.lookup_bulk(&addrs, &mut out);
+            for (i, &o) in out.iter().enumerate() {
+                let want = [1, 4, 3, MISS][i % 4];
+                assert_eq!(o, want, "{backend:?} addr {:#x}", addrs[i]);
+            }
+            assert_eq!(t.lookup(0x0b00_0000), None);
+            assert!(t.delete(0x0a01_0000, 16).unwrap());
+            assert!(!t.delete(0x0a01_0000, 16).unwrap());
+            assert_eq!(t.lookup(0x0a01_0001), Some(1));
+            assert!(t.memory_bytes() >= 64 << 20);
+        }
+    }
+
+    #[test]
+    fn route6_backends_agree_and_miss() {
+        let _g = test_lock();
+        let a: [u8; 16] = "2001:db8:1::".parse::<std::net::Ipv6Addr>().unwrap().octets();
+        let b: [u8; 16] = "2001:db8:1:2::5".parse::<std::net::Ipv6Addr>().unwrap().octets();
+        let c: [u8; 16] = "2002::1".parse::<std::net::Ipv6Addr>().unwrap().octets();
+        for backend in [RouteBackend::Fib, RouteBackend::Lpm] {
+            let mut t = Route6::new(small(backend)).unwrap();
+            assert_eq!(t.backend(), backend);
+            t.add(a, 48, 7).unwrap();
+            t.add(b, 128, 8).unwrap();
+            assert_eq!(t.lookup(b), Some(8));
+            assert_eq!(t.lookup(a), Some(7));
+            assert_eq!(t.lookup(c), None);
+            t.add([0; 16], 0, 9).unwrap();
+            assert_eq!(t.lookup(c), Some(9));
+            assert_eq!(t.len(), 3);
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let _g = test_lock();
+        for backend in [RouteBackend::Fib, RouteBackend::Lpm] {
+            let mut t4 = Route4::new(small(backend)).unwrap();
+            assert!(t4.add(0, 33, 1).is_err());
+            assert!(t4.delete(0, 33).is_err());
+            assert!(t4.add(0, 8, MISS).is_err());
+            assert!(t4.add(0, 8, t4.max_nexthop() + 1).is_err());
+            assert!(t4.add(0, 8, t4.max_nexthop()).is_ok());
+            let mut t6 = Route6::new(small(backend)).unwrap();
+            assert!(t6.add([0; 16], 129, 1).is_err());
+            assert!(t6.add([0; 16], 8, t6.max_nexthop() + 1).is_err());
+            assert!(t6.lookup([0; 16]).is_none());
+        }
+        let zero = RouteConfig {
+            max_routes: 0,
+            ..small(RouteBackend::Fib)
+        };
+        assert!(Route4::new(zero).is_err());
+        assert!(Route6::new(zero).is_err());
+    }
+
+    #[test]
+    fn table_full_is_an_error() {
+        let _g = test_lock();
+        for backend in [RouteBackend::Fib, RouteBackend::Lpm] {
+            let cfg = RouteConfig {
+                backend,
+                max_routes: 4,
+                num_tbl8: 64,
+            };
+            let mut t = Route4::new(cfg).unwrap();
+            for i in 0..4u32 {
+                t.add(i << 24, 8, i).unwrap();
+            }
+            assert!(t.add(9 << 24, 8, 1).is_err(), "{backend:?}");
+            // Replacing an existing route still works when full.
+            t.add(0, 8, 5).unwrap();
+            assert_eq!(t.len(), 4);
+        }
+    }
+
+    #[test]
+    fn linear_oracle() {
+        let mut t = LinearRoutes::<u32>::new();
+        t.add(0x0a00_0000, 8, 1).unwrap();
+        t.add(0x0a01_0000, 16, 2).unwrap();
+        t.add(0x0a01_ffff, 16, 3).unwrap(); // same prefix: replaces
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.lookup(0x0a01_0001), Some(3));
+        assert_eq!(t.lookup(0x0a02_0001), Some(1));
+        assert_eq!(t.lookup(0x0b02_0001), None);
+        assert!(t.add(0, 33, 1).is_err());
+    }
+}

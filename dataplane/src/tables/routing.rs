@@ -1,0 +1,444 @@
+//! The router's forwarding state: IPv4/IPv6 LPM tables whose values are
+//! next-hop ids (or ECMP group ids), the next-hop table, the neighbour cache
+//! and each port's own addresses.
+//!
+//! Built once from the config before workers start and then shared
+//! read-only (`Arc`), except two kinds of slow-path writes that are safe
+//! under concurrent readers: neighbour learning (rte_hash with lock-free
+//! readers) and each gateway next hop's cached MAC (an `AtomicU64`).
+//!
+//! Every route ends in a next hop: `Gateway` (send to a router's MAC),
+//! `Connected` (the destination itself is the neighbour: look it up in the
+//! cache) or `Local` (one of our addresses: answer it). Our own addresses
+//! are /32 and /128 routes to `Local` next hops, so the data path finds them
+//! with the same bulk lookup as everything else.
+use super::neighbor::{self, NeighborKey, NeighborTable};
+use super::route::{Route4, Route6, RouteConfig, RouteTable};
+use super::Prefix;
+use crate::dpdk::DpdkError;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// LPM values with this bit set name an ECMP group, not a next hop.
+pub const GROUP_FLAG: u32 = 1 << 20;
+/// Most next hops (and most groups).
+pub const MAX_NEXTHOPS: u32 = GROUP_FLAG - 1;
+
+const MAC_VALID: u64 = 1 << 63;
+
+/// A port's link-layer and network identity.
+#[derive(Debug, Clone)]
+pub struct PortAddrs {
+    pub mac: [u8; 6],
+    pub v4: Vec<(Ipv4Addr, u8)>,
+    pub v6: Vec<(Ipv6Addr, u8)>,
+    /// Largest IP packet (L3 bytes) the port sends.
+    pub mtu: u16,
+}
+
+impl PortAddrs {
+    pub fn has_v4(&self, a: Ipv4Addr) -> bool {
+        self.v4.iter().any(|(x, _)| *x == a)
+    }
+    pub fn has_v6(&self, a: Ipv6Addr) -> bool {
+        self.v6.iter().any(|(x, _)| *x == a)
+    }
+    /// Whether `a` is inside one of the port's IPv4 subnets.
+    pub fn on_link_v4(&self, a: Ipv4Addr) -> bool {
+        self.v4.iter().any(|(x, l)| {
+            let m = if *l == 0 { 0 } else { u32::MAX << (32 - l) };
+            u32::from(*x) & m == u32::from(a) & m
+        })
+    }
+    pub fn on_link_v6(&self, a: Ipv6Addr) -> bool {
+        self.v6.iter().any(|(x, l)| {
+            let m = if *l == 0 { 0 } else { u128::MAX << (128 - l) };
+            u128::from(*x) & m == u128::from(a) & m
+        })
+    }
+    /// The port's first IPv4 address: source of ARP requests and ICMP errors.
+    pub fn primary_v4(&self) -> Option<Ipv4Addr> {
+        self.v4.first().map(|(a, _)| *a)
+    }
+    pub fn primary_v6(&self) -> Option<Ipv6Addr> {
+        self.v6.first().map(|(a, _)| *a)
+    }
+}
+
+/// Where a route sends packets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteTarget {
+    /// Through one or more routers (several = ECMP), each `(address, port)`.
+    Via(Vec<(IpAddr, u16)>),
+    /// Directly connected on a port.
+    Port(u16),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteSpec {
+    pub prefix: Prefix,
+    pub target: RouteTarget,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NhKind {
+    Gateway(IpAddr),
+    Connected,
+    Local,
+}
+
+/// One next hop. `mac` caches a gateway's resolved MAC (bit 63 = valid).
+#[derive(Debug)]
+pub struct NextHop {
+    pub port: u16,
+    pub kind: NhKind,
+    mac: AtomicU64,
+}
+
+impl NextHop {
+    /// The gateway's MAC when resolved.
+    #[inline(always)]
+    pub fn mac(&self) -> Option<[u8; 6]> {
+        let v = self.mac.load(Ordering::Relaxed);
+        (v & MAC_VALID != 0).then(|| {
+            let b = v.to_be_bytes();
+            [b[2], b[3], b[4], b[5], b[6], b[7]]
+        })
+    }
+
+    fn set_mac(&self, m: [u8; 6]) {
+        let v = m.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b));
+        self.mac.store(v | MAC_VALID, Ordering::Relaxed);
+    }
+}
+
+/// Table sizes for stats.
+#[derive(Debug, Clone, Default)]
+pub struct RoutingStats {
+    pub routes_v4: usize,
+    pub routes_v6: usize,
+    pub nexthops: usize,
+    pub groups: usize,
+    pub neighbors: usize,
+    pub memory_bytes: usize,
+}
+
+pub struct Routing {
+    pub v4: Route4,
+    pub v6: Route6,
+    nexthops: Vec<NextHop>,
+    groups: Vec<Box<[u32]>>,
+    pub neighbors: NeighborTable,
+    pub ports: Vec<PortAddrs>,
+    /// Next hops that use a neighbour as their gateway: learning one MAC
+    /// updates them all.
+    gateways: HashMap<NeighborKey, Vec<u32>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RoutingError {
+    #[error(transparent)]
+    Dpdk(#[from] DpdkError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Builds next hops and groups, deduplicated.
+#[derive(Default)]
+struct Builder {
+    nexthops: Vec<NextHop>,
+    nh_index: HashMap<(u16, Option<IpAddr>, u8), u32>,
+    groups: Vec<Box<[u32]>>,
+    group_index: HashMap<Vec<u32>, u32>,
+    gateways: HashMap<NeighborKey, Vec<u32>>,
+}
+
+impl Builder {
+    fn nexthop(&mut self, port: u16, kind: NhKind) -> Result<u32, RoutingError> {
+        let key = match kind {
+            NhKind::Gateway(ip) => (port, Some(ip), 0),
+            NhKind::Connected => (port, None, 1),
+            NhKind::Local => (port, None, 2),
+        };
+        if let Some(&id) = self.nh_index.get(&key) {
+            return Ok(id);
+        }
+        let id = self.nexthops.len() as u32;
+        if id >= MAX_NEXTHOPS {
+            return Err(RoutingError::Invalid(format!(
+                "more than {MAX_NEXTHOPS} next hops"
+            )));
+        }
+        self.nexthops.push(NextHop {
+            port,
+            kind,
+            mac: AtomicU64::new(0),
+        });
+        self.nh_index.insert(key, id);
+        if let NhKind::Gateway(ip) = kind {
+            self.gateways
+                .entry(neighbor::key(port, ip))
+                .or_default()
+                .push(id);
+        }
+        Ok(id)
+    }
+
+    /// The LPM value for a route target.
+    fn value(&mut self, t: &RouteTarget) -> Result<u32, RoutingError> {
+        match t {
+            RouteTarget::Port(p) => self.nexthop(*p, NhKind::Connected),
+            RouteTarget::Via(hops) if hops.len() == 1 => {
+                self.nexthop(hops[0].1, NhKind::Gateway(hops[0].0))
+            }
+            RouteTarget::Via(hops) => {
+                let mut ids = hops
+                    .iter()
+                    .map(|(ip, p)| self.nexthop(*p, NhKind::Gateway(*ip)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                ids.sort_unstable();
+                ids.dedup();
+                if ids.is_empty() {
+                    return Err(RoutingError::Invalid("route with no next hop".into()));
+                }
+                if let Some(&g) = self.group_index.get(&ids) {
+                    return Ok(g | GROUP_FLAG);
+                }
+                let g = self.groups.len() as u32;
+                self.groups.push(ids.clone().into_boxed_slice());
+                self.group_index.insert(ids, g);
+                Ok(g | GROUP_FLAG)
+            }
+        }
+    }
+}
+
+fn v6_bytes(a: Ipv6Addr) -> [u8; 16] {
+    a.octets()
+}
+
+impl Routing {
+    /// Builds the tables: connected subnets and own addresses of every port,
+    /// then `routes` (later routes for the same prefix replace earlier
+    /// ones), then static neighbours.
+    pub fn build(
+        ports: Vec<PortAddrs>,
+        routes: &[RouteSpec],
+        neighbors: &[(u16, IpAddr, [u8; 6])],
+        cfg4: RouteConfig,
+        cfg6: RouteConfig,
+        neighbor_capacity: u32,
+    ) -> Result<Routing, RoutingError> {
+        let mut b = Builder::default();
+        let mut v4 = Route4::new(cfg4)?;
+        let mut v6 = Route6::new(cfg6)?;
+        for (pi, p) in ports.iter().enumerate() {
+            let pi = pi as u16;
+            for &(a, len) in &p.v4 {
+                let c = b.nexthop(pi, NhKind::Connected)?;
+                v4.add(u32::from(a), len, c)?;
+            }
+            for &(a, len) in &p.v6 {
+                let c = b.nexthop(pi, NhKind::Connected)?;
+                v6.add(v6_bytes(a), len, c)?;
+            }
+        }
+        for r in routes {
+            let val = b.value(&r.target)?;
+            match r.prefix.addr() {
+                IpAddr::V4(a) => v4.add(u32::from(a), r.prefix.prefix_len(), val)?,
+                IpAddr::V6(a) => v6.add(v6_bytes(a), r.prefix.prefix_len(), val)?,
+            }
+        }
+        // Own addresses last so that no configured route can shadow them.
+        for (pi, p) in ports.iter().enumerate() {
+            let pi = pi as u16;
+            for &(a, _) in &p.v4 {
+                let l = b.nexthop(pi, NhKind::Local)?;
+                v4.add(u32::from(a), 32, l)?;
+            }
+            for &(a, _) in &p.v6 {
+                let l = b.nexthop(pi, NhKind::Local)?;
+                v6.add(v6_bytes(a), 128, l)?;
+            }
+        }
+        let routing = Routing {
+            v4,
+            v6,
+            nexthops: b.nexthops,
+            groups: b.groups,
+            neighbors: NeighborTable::new(neighbor_capacity)?,
+            ports,
+            gateways: b.gateways,
+        };
+        for &(port, ip, mac) in neighbors {
+            routing.learn(port, ip, mac);
+        }
+        Ok(routing)
+    }
+
+    /// The next hop for an LPM value; ECMP groups pick a member by `hash`.
+    #[inline(always)]
+    pub fn nexthop_id(&self, value: u32, hash: u32) -> u32 {
+        if value & GROUP_FLAG == 0 {
+            return value;
+        }
+        let g = &self.groups[(value & !GROUP_FLAG) as usize];
+        // Multiply-shift maps the hash onto 0..len without a division.
+        g[((u64::from(hash) * g.len() as u64) >> 32) as usize]
+    }
+
+    #[inline(always)]
+    pub fn nexthop(&self, id: u32) -> &NextHop {
+        &self.nexthops[id as usize]
+    }
+
+    pub fn nexthops(&self) -> &[NextHop] {
+        &self.nexthops
+    }
+
+    pub fn group(&self, value: u32) -> Option<&[u32]> {
+        (value & GROUP_FLAG != 0).then(|| &*self.groups[(value & !GROUP_FLAG) as usize])
+    }
+
+    /// Records `ip → mac` on `port` if `ip` is on one of the port's subnets
+    /// (never from off-link senders); updates gateway next hops using it.
+    pub fn learn(&self, port: u16, ip: IpAddr, mac: [u8; 6]) -> bool {
+        let Some(p) = self.ports.get(port as usize) else {
+            return false;
+        };
+        let on_link = match ip {
+            IpAddr::V4(a) => p.on_link_v4(a),
+            IpAddr::V6(a) => p.on_link_v6(a) || a.segments()[0] & 0xffc0 == 0xfe80,
+        };
+        if !on_link {
+            return false;
+        }
+        let k = neighbor::key(port, ip);
+        if !self.neighbors.learn(&k, mac) {
+            return false;
+        }
+        if let Some(ids) = self.gateways.get(&k) {
+            for &id in ids {
+                self.nexthops[id as usize].set_mac(mac);
+            }
+        }
+        true
+    }
+
+    pub fn stats(&self) -> RoutingStats {
+        RoutingStats {
+            routes_v4: self.v4.len(),
+            routes_v6: self.v6.len(),
+            nexthops: self.nexthops.len(),
+            groups: self.groups.len(),
+            neighbors: self.neighbors.len(),
+            memory_bytes: self.v4.memory_bytes()
+                + self.v6.memory_bytes()
+                + self.neighbors.memory_bytes()
+                + self.nexthops.len() * std::mem::size_of::<NextHop>(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::test_eal;
+
+    fn ports() -> Vec<PortAddrs> {
+        vec![
+            PortAddrs {
+                mac: [2, 0, 0, 0, 0, 1],
+                v4: vec![("10.0.1.1".parse().unwrap(), 24)],
+                v6: vec![("2001:db8:1::1".parse().unwrap(), 64)],
+                mtu: 1500,
+            },
+            PortAddrs {
+                mac: [2, 0, 0, 0, 0, 2],
+                v4: vec![("10.0.2.1".parse().unwrap(), 24)],
+                v6: vec![],
+                mtu: 1500,
+            },
+        ]
+    }
+
+    fn small() -> RouteConfig {
+        RouteConfig {
+            max_routes: 1024,
+            num_tbl8: 256,
+            ..RouteConfig::default()
+        }
+    }
+
+    #[test]
+    fn connected_local_gateway_and_ecmp() {
+        let _e = test_eal();
+        let gw1: IpAddr = "10.0.1.254".parse().unwrap();
+        let gw2: IpAddr = "10.0.2.254".parse().unwrap();
+        let routes = vec![
+            RouteSpec {
+                prefix: Prefix::new("198.18.0.0".parse().unwrap(), 16).unwrap(),
+                target: RouteTarget::Via(vec![(gw1, 0)]),
+            },
+            RouteSpec {
+                prefix: Prefix::new("203.0.113.0".parse().unwrap(), 24).unwrap(),
+                target: RouteTarget::Via(vec![(gw1, 0), (gw2, 1)]),
+            },
+        ];
+        let r = Routing::build(
+            ports(),
+            &routes,
+            &[(1, gw2, [2, 0, 0, 0, 9, 9])],
+            small(),
+            small(),
+            64,
+        )
+        .unwrap();
+        let lookup = |a: &str| {
+            r.v4.lookup(u32::from(a.parse::<Ipv4Addr>().unwrap()))
+                .unwrap()
+        };
+        let local = r.nexthop(lookup("10.0.1.1"));
+        assert_eq!((local.port, local.kind), (0, NhKind::Local));
+        let conn = r.nexthop(lookup("10.0.2.77"));
+        assert_eq!((conn.port, conn.kind), (1, NhKind::Connected));
+        let gw = r.nexthop(lookup("198.18.3.4"));
+        assert_eq!(gw.kind, NhKind::Gateway(gw1));
+        assert_eq!(gw.mac(), None);
+        assert!(r.learn(0, gw1, [2, 0, 0, 0, 7, 7]));
+        assert_eq!(gw.mac(), Some([2, 0, 0, 0, 7, 7]));
+        // Off-link senders are not learned.
+        assert!(!r.learn(0, "192.168.9.9".parse().unwrap(), [2, 0, 0, 0, 7, 8]));
+        // ECMP: both members used, each flow sticks to one.
+        let v = lookup("203.0.113.9");
+        assert!(r.group(v).is_some());
+        let mut seen = std::collections::HashSet::new();
+        for h in 0..1000u32 {
+            let h = h.wrapping_mul(2_654_435_761);
+            let id = r.nexthop_id(v, h);
+            assert_eq!(id, r.nexthop_id(v, h));
+            seen.insert(r.nexthop(id).port);
+        }
+        assert_eq!(seen.len(), 2);
+        // The static neighbour resolved the gateway on port 1.
+        let g2 = r
+            .nexthops()
+            .iter()
+            .find(|n| n.kind == NhKind::Gateway(gw2))
+            .unwrap();
+        assert_eq!(g2.mac(), Some([2, 0, 0, 0, 9, 9]));
+        let v6 =
+            r.v6.lookup("2001:db8:1::1".parse::<Ipv6Addr>().unwrap().octets())
+                .unwrap();
+        assert_eq!(r.nexthop(v6).kind, NhKind::Local);
+        assert!(r
+            .v6
+            .lookup("2001:db8:2::1".parse::<Ipv6Addr>().unwrap().octets())
+            .is_none());
+        let st = r.stats();
+        assert_eq!(st.groups, 1);
+        assert!(st.memory_bytes > 0);
+    }
+}

@@ -1,0 +1,57 @@
+//! EAL for tests and benches of DPDK-backed tables.
+//!
+//! EAL starts once per process and cannot restart, so tests share one
+//! [`Eal`] kept in a static and never dropped. This works both under
+//! `cargo nextest` (one process per test) and plain `cargo test` (tests as
+//! threads of one process). It runs without hugepages or PCI, in memory only,
+//! with 512 MiB: enough for a few tables at once (each LPM/FIB table holds a
+//! 64 MiB first-level array). [`test_lock`] keeps tests that create such
+//! tables from running all at once under `cargo test` on a many-core machine.
+use crate::dpdk::Eal;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// The arguments [`test_eal`] starts EAL with, plus a per-process
+/// `--file-prefix`. `--in-memory` would be the natural choice, but DPDK 22.11
+/// refuses it with `--no-huge` (which implies legacy memory mode);
+/// `--no-shconf` (no shared config file, no multi-process IPC) plus a unique
+/// file prefix keeps concurrent test processes apart just as well.
+pub const TEST_EAL_ARGS: [&str; 12] = [
+    "tables-test",
+    "--no-huge",
+    "--no-pci",
+    "--no-shconf",
+    "-m",
+    "512",
+    "--no-telemetry",
+    "-l",
+    "0",
+    "--log-level=lib.eal:error",
+    "--log-level=lib.acl:error",
+    "--log-level=lib.lpm:error",
+];
+
+/// Starts EAL on first use (with [`TEST_EAL_ARGS`]) and returns it.
+///
+/// # Panics
+/// If EAL cannot start, e.g. because something else in this process already
+/// called [`Eal::init`]: tests that need EAL must all come through here.
+pub fn test_eal() -> &'static Eal {
+    static EAL: OnceLock<Eal> = OnceLock::new();
+    EAL.get_or_init(|| {
+        let mut args: Vec<String> = TEST_EAL_ARGS.iter().map(|s| s.to_string()).collect();
+        args.push(format!("--file-prefix=tables-test-{}", std::process::id()));
+        match Eal::init(&args) {
+            Ok(eal) => eal,
+            Err(e) => panic!("test EAL: {e}"),
+        }
+    })
+}
+
+/// Serialises tests that allocate big DPDK tables, so that under `cargo
+/// test` they do not exhaust the test EAL's 512 MiB together. Also starts
+/// EAL. A test that panicked while holding the lock does not poison it.
+pub fn test_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    test_eal();
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -317,6 +317,9 @@ pub struct DaemonConfig {
     pub stats_interval_ms: u64,
     /// Longest time a packet waits in a partly filled TX buffer, µs.
     pub tx_drain_us: u64,
+    /// Count TSC cycles per pipeline stage (benchmarks; adds two TSC reads
+    /// per stage per burst).
+    pub profile_stages: bool,
 }
 
 impl Default for DaemonConfig {
@@ -324,6 +327,7 @@ impl Default for DaemonConfig {
         DaemonConfig {
             stats_interval_ms: 1000,
             tx_drain_us: 100,
+            profile_stages: false,
         }
     }
 }

@@ -334,6 +334,7 @@ pub fn run(
     let lcores = eal.worker_lcores();
     let mut worker_stats = Vec::new();
     let mut acl_hits = Vec::new();
+    let mut stage_names = Vec::new();
     let mut launched = Vec::new();
     for (w, wk) in cfg.workers.iter().enumerate() {
         let rx = res.worker_rx[w]
@@ -355,6 +356,9 @@ pub fn run(
         let st = Arc::new(WorkerStats::default());
         worker_stats.push(st.clone());
         let (pipeline, hits) = build_pipeline(cfg, res, &tables, &port_macs, &peer_macs);
+        if w == 0 {
+            stage_names = pipeline.stage_names();
+        }
         acl_hits.extend(hits);
         let worker = Worker {
             index: w,
@@ -365,6 +369,8 @@ pub fn run(
             stop: worker_flag.clone(),
             drain_tsc: tsc_hz / 1_000_000 * cfg.daemon.tx_drain_us.max(1),
             tsc_hz,
+            profile: cfg.daemon.profile_stages,
+            dispatch_slot: crate::pipeline::MAX_STAGES,
         };
         let lcore = LcoreId(w as u32 + 1);
         if !lcores.contains(&lcore) {
@@ -479,6 +485,11 @@ pub fn run(
         events: stats::event_totals(&snaps),
         acl_hits: sum_hits(&acl_hits),
         tables: table_report(&tables),
+        cycles_per_packet: if cfg.daemon.profile_stages {
+            cycles_per_packet(&stage_names, &snaps, rx)
+        } else {
+            Default::default()
+        },
         rx_mpps: rx as f64 / elapsed.max(1e-9) / 1e6,
         ports: port_reports,
         workers: cfg
@@ -500,6 +511,22 @@ pub fn run(
     drop(pool);
     drop(eal);
     Ok(report)
+}
+
+fn cycles_per_packet(
+    names: &[&str],
+    snaps: &[stats::WorkerSnapshot],
+    rx: u64,
+) -> std::collections::BTreeMap<String, f64> {
+    let mut m = std::collections::BTreeMap::new();
+    let per = |slot: usize| {
+        snaps.iter().map(|s| s.stage_cycles[slot]).sum::<u64>() as f64 / rx.max(1) as f64
+    };
+    for (k, n) in names.iter().enumerate() {
+        m.insert((*n).to_owned(), per(k));
+    }
+    m.insert("dispatch".into(), per(crate::pipeline::MAX_STAGES));
+    m
 }
 
 fn sum_hits(per_worker: &[Arc<[Counter]>]) -> Vec<u64> {

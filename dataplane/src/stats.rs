@@ -1,7 +1,7 @@
 //! Counters: per-worker, each on its own cache lines, written only by its
 //! worker (plain load + store, no atomic read-modify-write) and read by the
 //! control thread; plus the snapshots and reports built from them.
-use crate::pipeline::{DropReason, Event};
+use crate::pipeline::{DropReason, Event, MAX_STAGES};
 use crossbeam_utils::CachePadded;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -35,6 +35,9 @@ pub struct WorkerCounters {
     pub tx: Counter,
     pub drops: [Counter; DropReason::COUNT],
     pub events: [Counter; Event::COUNT],
+    /// TSC cycles spent in each pipeline stage (profiling only), and in the
+    /// dispatch pass + TX (last slot).
+    pub stage_cycles: [Counter; MAX_STAGES + 1],
     /// Loop iterations in which no queue had a packet.
     pub empty_polls: Counter,
     /// TSC cycles spent in iterations that had packets.
@@ -72,6 +75,7 @@ impl WorkerCounters {
                 .map(|e| (e.name().to_owned(), self.events[*e as usize].get()))
                 .filter(|(_, v)| *v != 0)
                 .collect(),
+            stage_cycles: self.stage_cycles.iter().map(Counter::get).collect(),
             empty_polls: self.empty_polls.get(),
             busy_cycles: self.busy_cycles.get(),
             total_cycles: self.total_cycles.get(),
@@ -88,6 +92,8 @@ pub struct WorkerSnapshot {
     pub drops: BTreeMap<String, u64>,
     /// Non-zero slow-path event counters by name.
     pub events: BTreeMap<String, u64>,
+    /// Per-stage TSC cycles (profiling), dispatch last.
+    pub stage_cycles: Vec<u64>,
     pub empty_polls: u64,
     pub busy_cycles: u64,
     pub total_cycles: u64,
@@ -144,6 +150,9 @@ pub struct FinalReport {
     pub acl_hits: Vec<u64>,
     /// Table sizes and memory.
     pub tables: BTreeMap<String, u64>,
+    /// With `daemon.profile_stages`: TSC cycles per received packet spent in
+    /// each stage (and in `dispatch`, TX included), summed over workers.
+    pub cycles_per_packet: BTreeMap<String, f64>,
     pub ports: Vec<PortReport>,
     pub workers: Vec<WorkerReport>,
     pub mempool: MempoolReport,

@@ -28,6 +28,10 @@ pub struct Worker {
     pub drain_tsc: u64,
     /// TSC ticks per second.
     pub tsc_hz: u64,
+    /// Count cycles per stage and in dispatch.
+    pub profile: bool,
+    /// Index of the dispatch slot in `stage_cycles`.
+    pub dispatch_slot: usize,
 }
 
 /// The worker's TX buffers and drop bin: the `Output` of its dispatch pass.
@@ -126,7 +130,10 @@ impl Worker {
             stop,
             drain_tsc,
             tsc_hz,
+            profile,
+            dispatch_slot,
         } = self;
+        pipeline.set_profile(profile);
         let mut out = TxBuffers {
             bufs: tx.iter().map(|_| Burst::new()).collect(),
             queues: tx,
@@ -153,7 +160,13 @@ impl Worker {
                     counters: &stats,
                 };
                 pipeline.run(&mut burst, &mut meta, *port, &ctx);
-                dispatch(&mut burst, &meta, &mut out);
+                if profile {
+                    let t = rdtsc();
+                    dispatch(&mut burst, &meta, &mut out);
+                    stats.stage_cycles[dispatch_slot].add(rdtsc() - t);
+                } else {
+                    dispatch(&mut burst, &meta, &mut out);
+                }
             }
             let t1 = rdtsc();
             if got == 0 {

@@ -80,11 +80,25 @@ impl Stage {
 /// A worker's pipeline instance (each worker owns one; tables inside are shared).
 pub struct Pipeline {
     stages: Vec<Stage>,
+    /// Count TSC cycles per stage (bench mode; costs two TSC reads a stage).
+    profile: bool,
 }
+
+/// Most stages a pipeline holds (for the per-stage cycle counters).
+pub const MAX_STAGES: usize = 6;
 
 impl Pipeline {
     pub fn new(stages: Vec<Stage>) -> Self {
-        Pipeline { stages }
+        assert!(stages.len() <= MAX_STAGES);
+        Pipeline {
+            stages,
+            profile: false,
+        }
+    }
+
+    /// Turns per-stage cycle accounting on (`WorkerCounters::stage_cycles`).
+    pub fn set_profile(&mut self, on: bool) {
+        self.profile = on;
     }
 
     pub fn stage_names(&self) -> Vec<&'static str> {
@@ -105,6 +119,16 @@ impl Pipeline {
         for m in &mut meta[..n] {
             m.verdict = Verdict::Continue;
             m.in_port = in_port;
+        }
+        if self.profile {
+            let mut t = crate::dpdk::rdtsc();
+            for (k, s) in self.stages.iter_mut().enumerate() {
+                s.process(pkts, meta, ctx);
+                let t2 = crate::dpdk::rdtsc();
+                ctx.counters.stage_cycles[k].add(t2 - t);
+                t = t2;
+            }
+            return;
         }
         for s in &mut self.stages {
             s.process(pkts, meta, ctx);

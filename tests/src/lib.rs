@@ -299,7 +299,7 @@ impl Daemon {
     }
 
     /// Sends `sig` and waits for exit; returns (output, final report, time to exit).
-    pub fn stop(mut self, sig: i32, timeout: Duration) -> Result<(Output, Value, Duration)> {
+    pub fn stop(self, sig: i32, timeout: Duration) -> Result<(Output, Value, Duration)> {
         signal(&self.child, sig);
         let t0 = Instant::now();
         let out = wait_with_timeout(self.child, timeout)?;
@@ -309,5 +309,175 @@ impl Daemon {
                 .with_context(|| format!("daemon log:\n{}", self.log.lock().unwrap()))?,
         )?;
         Ok((out, report, took))
+    }
+}
+
+/// Runs `prog args...` and fails with its stderr when it does not succeed.
+fn sh(prog: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {prog}"))?;
+    if !out.status.success() {
+        bail!(
+            "`{prog} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// A network namespace holding one end of a veth pair whose other end stays
+/// in the root namespace, where a daemon port attaches to it
+/// (`net_af_packet,iface=<host_if>`). The kernel inside is a real host on
+/// that link: addresses, a default route via the daemon, real ARP and NDP.
+///
+/// The test owns what this creates and nothing else: `Drop` deletes the
+/// root end (which takes its peer with it) and the namespace, also when the
+/// test panics. Names should carry the test's pid (see [`VethNs::names`]) so
+/// test processes never collide.
+pub struct VethNs {
+    /// Namespace name.
+    pub ns: String,
+    /// Root-namespace end: the daemon's `iface=`.
+    pub host_if: String,
+    /// The end inside the namespace.
+    pub ns_if: String,
+}
+
+/// One side's addressing: the host's interface addresses and its gateways.
+pub struct VethAddrs<'a> {
+    /// IPv4 address with prefix length, e.g. `10.10.1.2/24`.
+    pub v4: &'a str,
+    /// IPv6 address with prefix length, e.g. `fd00:10:1::2/64`.
+    pub v6: &'a str,
+    /// Default-route next hops (the daemon port's addresses).
+    pub gw4: &'a str,
+    pub gw6: &'a str,
+}
+
+impl VethNs {
+    /// Unique (namespace, root-end) names for side `tag` of this test
+    /// process; the interface name stays within IFNAMSIZ (15 characters).
+    pub fn names(tag: &str) -> (String, String) {
+        let pid = std::process::id();
+        let host_if = format!("dpt{pid}{tag}");
+        assert!(host_if.len() <= 15, "interface name {host_if} too long");
+        (format!("dpt-{pid}-{tag}"), host_if)
+    }
+
+    /// Creates namespace `ns` with veth `ns_if` inside, `host_if` in the root
+    /// namespace, both up. Inside: loopback up, duplicate address detection
+    /// off (addresses usable at once), `addrs` and default routes. The root
+    /// end gets no address, IPv6 off, no IPv4 forwarding and no ARP answers,
+    /// so only the daemon speaks on the link. Needs root (CAP_NET_ADMIN).
+    pub fn create(ns: &str, host_if: &str, ns_if: &str, addrs: &VethAddrs) -> Result<VethNs> {
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        #[allow(unsafe_code)]
+        let euid = unsafe { libc::geteuid() };
+        if euid != 0 {
+            bail!("creating network namespaces and veth pairs needs root (CAP_NET_ADMIN); this test runs as uid {euid}");
+        }
+        if !have("ip") {
+            bail!("`ip` (iproute2) is not installed; it is needed to create network namespaces");
+        }
+        let g = VethNs {
+            ns: ns.to_owned(),
+            host_if: host_if.to_owned(),
+            ns_if: ns_if.to_owned(),
+        };
+        // Leftovers of an earlier killed run with the same pid.
+        g.remove();
+        sh("ip", &["netns", "add", ns]).context(
+            "cannot create a network namespace (needs root with CAP_SYS_ADMIN and CAP_NET_ADMIN)",
+        )?;
+        sh(
+            "ip",
+            &[
+                "link", "add", host_if, "type", "veth", "peer", "name", ns_if, "netns", ns,
+            ],
+        )?;
+        // Root end: keep the root kernel off the link. With no address and
+        // IPv6 off it sends nothing of its own; frames for the daemon carry
+        // this interface's MAC, so the kernel sees them too: no forwarding,
+        // no ARP replies.
+        for (key, val) in [
+            (format!("ipv6/conf/{host_if}/disable_ipv6"), "1"),
+            (format!("ipv4/conf/{host_if}/forwarding"), "0"),
+            (format!("ipv4/conf/{host_if}/arp_ignore"), "8"),
+        ] {
+            let p = format!("/proc/sys/net/{key}");
+            std::fs::write(&p, val).with_context(|| format!("writing {p}"))?;
+        }
+        sh("ip", &["link", "set", host_if, "up"])?;
+        let x = |args: &[&str]| {
+            let mut a = vec!["netns", "exec", ns];
+            a.extend_from_slice(args);
+            sh("ip", &a)
+        };
+        let dad = format!("net.ipv6.conf.{ns_if}.accept_dad=0");
+        x(&[
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.all.accept_dad=0",
+            "net.ipv6.conf.default.accept_dad=0",
+            &dad,
+        ])?;
+        let n = |args: &[&str]| {
+            let mut a = vec!["-n", ns];
+            a.extend_from_slice(args);
+            sh("ip", &a)
+        };
+        n(&["link", "set", "lo", "up"])?;
+        n(&["link", "set", ns_if, "up"])?;
+        n(&["addr", "add", addrs.v4, "dev", ns_if])?;
+        n(&["-6", "addr", "add", addrs.v6, "dev", ns_if, "nodad"])?;
+        n(&["route", "add", "default", "via", addrs.gw4, "dev", ns_if])?;
+        n(&[
+            "-6", "route", "add", "default", "via", addrs.gw6, "dev", ns_if,
+        ])?;
+        Ok(g)
+    }
+
+    /// `prog` run inside the namespace (`ip netns exec <ns> prog`).
+    pub fn exec(&self, prog: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns, prog]);
+        c
+    }
+
+    /// Whether the namespace or the root end still exists.
+    pub fn exists(&self) -> bool {
+        let link = Command::new("ip")
+            .args(["link", "show", "dev", &self.host_if])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        link || Path::new("/run/netns").join(&self.ns).exists()
+    }
+
+    /// Deletes the link and the namespace; errors (already gone) ignored.
+    fn remove(&self) {
+        for args in [
+            &["link", "del", "dev", self.host_if.as_str()][..],
+            &["netns", "del", self.ns.as_str()][..],
+        ] {
+            let _ = Command::new("ip")
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+impl Drop for VethNs {
+    fn drop(&mut self) {
+        self.remove();
     }
 }

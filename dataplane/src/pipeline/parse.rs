@@ -281,4 +281,34 @@ mod tests {
         }
         assert_eq!(seen.len(), 4);
     }
+
+    proptest::proptest! {
+        /// Packets of one flow (same 5-tuple) hash alike whatever their TTL,
+        /// IP id and payload, so ECMP keeps the flow on one path.
+        #[test]
+        fn flow_hash_ignores_everything_but_the_flow(
+            src in proptest::prelude::any::<[u8; 4]>(),
+            dst in proptest::prelude::any::<[u8; 4]>(),
+            sport in proptest::prelude::any::<u16>(),
+            dport in proptest::prelude::any::<u16>(),
+            ttl_a in 2u8..=255, ttl_b in 2u8..=255,
+            payload_a in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            payload_b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            let frame = |ttl: u8, payload: &[u8]| {
+                let mut v = Vec::new();
+                PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+                    .ipv4(src, dst, ttl)
+                    .udp(sport, dport)
+                    .write(&mut v, payload)
+                    .unwrap();
+                v
+            };
+            let (ra, a) = parse(&frame(ttl_a, &payload_a));
+            let (rb, b) = parse(&frame(ttl_b, &payload_b));
+            proptest::prop_assert!(ra.is_ok() && rb.is_ok());
+            proptest::prop_assert_eq!(a.key, b.key);
+            proptest::prop_assert_eq!(a.hash, b.hash);
+        }
+    }
 }

@@ -441,4 +441,40 @@ mod tests {
         assert_eq!(st.groups, 1);
         assert!(st.memory_bytes > 0);
     }
+
+    proptest::proptest! {
+        // Each case builds a DIR-24-8 table (64 MiB): keep the count small.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+
+        /// ECMP: a flow (its hash) always maps to the same member, the member
+        /// is in the group, and every member of a group gets flows.
+        #[test]
+        fn ecmp_choice_is_stable_per_flow(members in 2usize..6, hashes in proptest::collection::vec(proptest::prelude::any::<u32>(), 1..64)) {
+            let _e = test_eal();
+            let mut ports = ports();
+            ports[0].v4 = vec![("10.0.0.1".parse().unwrap(), 16)];
+            let hops: Vec<(IpAddr, u16)> = (0..members)
+                .map(|i| (IpAddr::V4(Ipv4Addr::new(10, 0, 9, 1 + i as u8)), 0))
+                .collect();
+            let routes = vec![RouteSpec {
+                prefix: Prefix::new("203.0.113.0".parse().unwrap(), 24).unwrap(),
+                target: RouteTarget::Via(hops),
+            }];
+            let r = Routing::build(ports, &routes, &[], small(), small(), 64).unwrap();
+            let v = r.v4.lookup(u32::from(Ipv4Addr::new(203, 0, 113, 7))).unwrap();
+            let group = r.group(v).unwrap().to_vec();
+            proptest::prop_assert_eq!(group.len(), members);
+            for h in &hashes {
+                let a = r.nexthop_id(v, *h);
+                proptest::prop_assert_eq!(a, r.nexthop_id(v, *h));
+                proptest::prop_assert!(group.contains(&a));
+            }
+            // Evenly spaced hashes reach every member.
+            let mut seen = std::collections::HashSet::new();
+            for k in 0..members as u64 * 4 {
+                seen.insert(r.nexthop_id(v, ((k << 32) / (members as u64 * 4)) as u32));
+            }
+            proptest::prop_assert_eq!(seen.len(), members);
+        }
+    }
 }

@@ -449,16 +449,16 @@ impl VethNs {
         c
     }
 
-    /// Whether the namespace or the root end still exists.
-    pub fn exists(&self) -> bool {
+    /// Whether namespace `ns` or root-namespace link `host_if` exists.
+    pub fn exists(ns: &str, host_if: &str) -> bool {
         let link = Command::new("ip")
-            .args(["link", "show", "dev", &self.host_if])
+            .args(["link", "show", "dev", host_if])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .map(|s| s.success())
             .unwrap_or(false);
-        link || Path::new("/run/netns").join(&self.ns).exists()
+        link || Path::new("/run/netns").join(ns).exists()
     }
 
     /// Deletes the link and the namespace; errors (already gone) ignored.

@@ -1,0 +1,230 @@
+//! Black box against the Linux kernel: two network namespaces, each a host
+//! on its own veth link to a daemon port (`net_af_packet` on the root end),
+//! ping each other through the router and ping the router itself, over IPv4
+//! and IPv6. Everything on the wire is the kernel's own: its ARP and
+//! neighbour solicitations for the gateway (answered by the daemon), the
+//! daemon's ARP requests and solicitations for the far host (answered by the
+//! kernel), echo through and to the router, and ICMP time exceeded for a
+//! TTL / hop limit of 1. The final report must count all of it, with no mbuf
+//! leaked. Needs root; without it the test fails and says so.
+use dataplane_tests::*;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The daemon, killed if the test fails before stopping it, so no
+/// busy-polling process outlives the test; its EAL runtime directory is
+/// removed either way.
+struct Running {
+    daemon: Option<Daemon>,
+    file_prefix: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(d) = self.daemon.as_mut() {
+            let _ = d.child.kill();
+            let _ = d.child.wait();
+            eprintln!("daemon log:\n{}", d.log());
+        }
+        let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{}", self.file_prefix));
+    }
+}
+
+/// Runs `ping args...` in `ns`; returns (replies received, ping's output).
+fn ping(ns: &VethNs, args: &[&str]) -> (u32, String) {
+    let out = ns
+        .exec("ping")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running ping");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // "5 packets transmitted, 4 received, ..."
+    let received = text
+        .lines()
+        .find_map(|l| {
+            let (_, rest) = l.split_once("transmitted, ")?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no ping summary in:\n{text}"));
+    eprintln!("[{}] ping {}\n{text}", ns.ns, args.join(" "));
+    (received, text)
+}
+
+/// Every echo must come back.
+fn ping_all(ns: &VethNs, dst: &str, v6: bool) {
+    let fam = if v6 { "-6" } else { "-4" };
+    let (got, text) = ping(ns, &[fam, "-c", "3", "-i", "0.2", "-W", "2", dst]);
+    assert_eq!(got, 3, "ping {dst} from {}:\n{text}", ns.ns);
+}
+
+/// Through the router to a host it has not resolved yet: the first echo
+/// may be lost (dropped as `neighbor_unresolved` while the ARP request or
+/// neighbour solicitation goes out), every later one must arrive.
+fn ping_through_first(ns: &VethNs, dst: &str, v6: bool) {
+    let fam = if v6 { "-6" } else { "-4" };
+    let (got, text) = ping(ns, &[fam, "-c", "5", "-i", "0.2", "-W", "2", dst]);
+    for seq in 2..=5 {
+        assert!(
+            text.contains(&format!("icmp_seq={seq} ")),
+            "echo {seq} to {dst} lost (only the first may be):\n{text}"
+        );
+    }
+    assert!(got >= 4, "ping {dst}: {got}/5 replies:\n{text}");
+}
+
+/// TTL / hop limit 1: the router answers with time exceeded from its
+/// address on the sender's link.
+fn ping_ttl1(ns: &VethNs, dst: &str, v6: bool, from: &str, msg: &str) {
+    let fam = if v6 { "-6" } else { "-4" };
+    let (got, text) = ping(ns, &[fam, "-c", "1", "-t", "1", "-W", "2", dst]);
+    assert_eq!(got, 0, "an echo with TTL 1 was forwarded:\n{text}");
+    assert!(
+        text.contains(&format!("From {from} ")) && text.contains(msg),
+        "expected `{msg}` from {from}:\n{text}"
+    );
+}
+
+fn config(prefix: &str, a: &VethNs, b: &VethNs) -> String {
+    format!(
+        r#"pipeline = ["route"]
+
+[eal]
+file_prefix = "{prefix}"
+memory_mb = 512
+hugepages = "off"
+
+[daemon]
+stats_interval_ms = 0
+
+[[port]]
+name = "a"
+device = "net_af_packet0,iface={ia},qpairs=1"
+ipv4 = ["10.10.1.1/24"]
+ipv6 = ["fd00:10:1::1/64"]
+
+[[port]]
+name = "b"
+device = "net_af_packet1,iface={ib},qpairs=1"
+ipv4 = ["10.10.2.1/24"]
+ipv6 = ["fd00:10:2::1/64"]
+
+[[worker]]
+core = 1
+rx = ["a", "b"]
+
+[route]
+icmp_rate = 100
+"#,
+        ia = a.host_if,
+        ib = b.host_if,
+    )
+}
+
+#[test]
+fn netns_hosts_ping_through_and_to_the_router() {
+    let t0 = Instant::now();
+    assert!(have("ping"), "ping (iputils-ping) is not installed");
+    let (ns_a, if_a) = VethNs::names("a");
+    let (ns_b, if_b) = VethNs::names("b");
+    let a = VethNs::create(
+        &ns_a,
+        &if_a,
+        "ethA",
+        &VethAddrs {
+            v4: "10.10.1.2/24",
+            v6: "fd00:10:1::2/64",
+            gw4: "10.10.1.1",
+            gw6: "fd00:10:1::1",
+        },
+    )
+    .expect("setting up namespace A (this test needs root)");
+    let b = VethNs::create(
+        &ns_b,
+        &if_b,
+        "ethB",
+        &VethAddrs {
+            v4: "10.10.2.2/24",
+            v6: "fd00:10:2::2/64",
+            gw4: "10.10.2.1",
+            gw6: "fd00:10:2::1",
+        },
+    )
+    .expect("setting up namespace B (this test needs root)");
+
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = file_prefix("netns");
+    let cfg = dir.path().join("router.toml");
+    std::fs::write(&cfg, config(&prefix, &a, &b)).unwrap();
+    let mut running = Running {
+        daemon: Some(Daemon::start(dir.path(), &cfg, &[]).unwrap()),
+        file_prefix: prefix,
+    };
+    running.daemon.as_mut().unwrap().wait_running().unwrap();
+
+    // The router's own addresses: the kernel resolves its gateway first
+    // (ARP / NS answered by the daemon), so nothing is lost.
+    ping_all(&a, "10.10.1.1", false);
+    ping_all(&a, "fd00:10:1::1", true);
+    // A to B: the daemon resolves 10.10.2.2 and fd00:10:2::2 itself.
+    ping_through_first(&a, "10.10.2.2", false);
+    ping_through_first(&a, "fd00:10:2::2", true);
+    // Every neighbour is known now: all later echoes arrive, both ways.
+    ping_all(&a, "10.10.2.2", false);
+    ping_all(&a, "fd00:10:2::2", true);
+    ping_all(&b, "10.10.1.2", false);
+    ping_all(&b, "fd00:10:1::2", true);
+    ping_ttl1(&a, "10.10.2.2", false, "10.10.1.1", "Time to live exceeded");
+    ping_ttl1(&a, "fd00:10:2::2", true, "fd00:10:1::1", "Hop limit");
+
+    let d = running.daemon.take().unwrap();
+    let log = d.log();
+    let (out, r, _) = d.stop(libc::SIGTERM, Duration::from_secs(15)).unwrap();
+    drop(running);
+    assert!(out.status.success(), "exit {:?}\n{log}", out.status);
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+
+    assert!(r["rx"].as_u64().unwrap() > 0, "{r:#}");
+    assert!(r["tx"].as_u64().unwrap() > 0, "{r:#}");
+    for p in r["ports"].as_array().unwrap() {
+        assert!(p["ipackets"].as_u64().unwrap() > 0, "{p:#}");
+        assert!(p["opackets"].as_u64().unwrap() > 0, "{p:#}");
+        assert_eq!(p["oerrors"], 0, "{p:#}");
+    }
+    let ev = &r["events"];
+    let count = |k: &str| ev[k].as_u64().unwrap_or(0);
+    for k in [
+        "arp_reply_sent",
+        "arp_request_sent",
+        "nd_advert_sent",
+        "nd_solicit_sent",
+        "neighbor_learned",
+    ] {
+        assert!(count(k) > 0, "no {k} in events: {ev:#}");
+    }
+    // The 3 + 3 echoes to our own addresses (the rest were A's and B's).
+    assert!(count("echo_reply_sent") >= 6, "{ev:#}");
+    // Learned: 10.10.1.2 (its ARP for the gateway), 10.10.2.2 (ARP reply),
+    // fd00:10:1::2 (its NS), fd00:10:2::2 (NA).
+    assert!(count("neighbor_learned") >= 4, "{ev:#}");
+    assert_eq!(count("icmp_error_sent"), 2, "{ev:#}");
+    let drops = &r["drops"];
+    assert_eq!(drops["ttl_exceeded"], 2, "{drops:#}");
+    // At most the first echo per family waited for resolution.
+    assert!(
+        drops["neighbor_unresolved"].as_u64().unwrap_or(0) <= 2,
+        "{drops:#}"
+    );
+    assert_eq!(r["mempool"]["in_use"], 0, "mbufs leaked: {r:#}");
+
+    drop(a);
+    drop(b);
+    for (ns, host_if) in [(&ns_a, &if_a), (&ns_b, &if_b)] {
+        assert!(!VethNs::exists(ns, host_if), "{ns} / {host_if} left behind");
+    }
+    eprintln!("took {:?}", t0.elapsed());
+}

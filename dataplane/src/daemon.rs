@@ -273,6 +273,33 @@ pub fn build_pipeline(
     (Pipeline::new(stages), hits)
 }
 
+/// Stops the workers when dropped, also when the control thread unwinds from
+/// a panic: ports and EAL must never be torn down under a running worker.
+struct WorkerGuard<'a> {
+    eal: &'a Eal,
+    flag: Arc<AtomicBool>,
+    lcores: Vec<LcoreId>,
+}
+
+impl WorkerGuard<'_> {
+    /// Raises the stop flag and waits for every worker to leave its loop.
+    fn stop(&mut self) {
+        self.flag.store(true, Ordering::Relaxed);
+        for l in self.lcores.drain(..) {
+            let rc = self.eal.wait(l);
+            if rc != 0 {
+                tracing::error!(lcore = l.0, rc, "worker exited with an error");
+            }
+        }
+    }
+}
+
+impl Drop for WorkerGuard<'_> {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Runs the daemon until a signal, `duration` or idleness stops it.
 pub fn run(
     cfg: &Config,
@@ -284,6 +311,11 @@ pub fn run(
     tracing::info!(args = %args.join(" "), "starting EAL");
     let eal = Eal::init(&args).context("EAL init")?;
     let tsc_hz = eal.tsc_hz();
+    if huge {
+        if let Err(e) = eal.enable_pdump() {
+            tracing::warn!("packet capture (dpdk-dumpcap) unavailable: {e}");
+        }
+    }
 
     let n_mbufs = cfg.mempool_size(res);
     let pool = Arc::new(
@@ -335,7 +367,11 @@ pub fn run(
     let mut worker_stats = Vec::new();
     let mut acl_hits = Vec::new();
     let mut stage_names = Vec::new();
-    let mut launched = Vec::new();
+    let mut guard = WorkerGuard {
+        eal: &eal,
+        flag: worker_flag.clone(),
+        lcores: Vec::new(),
+    };
     for (w, wk) in cfg.workers.iter().enumerate() {
         let rx = res.worker_rx[w]
             .iter()
@@ -384,7 +420,7 @@ pub fn run(
             cpu = eal.lcore_cpu(lcore),
             "worker started"
         );
-        launched.push(lcore);
+        guard.lcores.push(lcore);
     }
 
     // Control loop.
@@ -445,13 +481,8 @@ pub fn run(
     }
 
     // Shutdown: workers drain and exit, then ports stop and close.
-    worker_flag.store(true, Ordering::Relaxed);
-    for l in &launched {
-        let rc = eal.wait(*l);
-        if rc != 0 {
-            tracing::error!(lcore = l.0, rc, "worker exited with an error");
-        }
-    }
+    guard.stop();
+    drop(guard);
     let elapsed = started.elapsed().as_secs_f64();
     let mut port_reports = Vec::new();
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {

@@ -57,6 +57,9 @@ fn main() {
         )
         .with_writer(std::io::stderr)
         .with_target(false)
+        // A closed stderr (the operator's terminal or pipe went away) must
+        // not turn a log line into a panic: drop the line instead.
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();

@@ -221,12 +221,28 @@ pub fn have(prog: &str) -> bool {
 /// A daemon started in the background whose stderr (the log) is drained
 /// into memory by a thread, so the pipe never blocks it.
 pub struct Daemon {
-    pub child: Child,
+    /// `None` once stopped; a daemon still running when the test unwinds is
+    /// killed by `Drop` so it never outlives the test busy-polling a core.
+    child: Option<Child>,
     log: std::sync::Arc<std::sync::Mutex<String>>,
     pub stats_json: PathBuf,
 }
 
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 impl Daemon {
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.id())
+    }
+
     /// Starts `dataplane run --config cfg args...`.
     pub fn start(dir: &Path, cfg: &Path, args: &[&str]) -> Result<Daemon> {
         use std::io::Read;
@@ -259,7 +275,7 @@ impl Daemon {
             }
         });
         Ok(Daemon {
-            child,
+            child: Some(child),
             log,
             stats_json,
         })
@@ -281,7 +297,7 @@ impl Daemon {
             if pred(&self.log()) {
                 return Ok(());
             }
-            if let Some(st) = self.child.try_wait()? {
+            if let Some(st) = self.child.as_mut().expect("running").try_wait()? {
                 bail!("daemon exited ({st}) before {what}:\n{}", self.log());
             }
             if Instant::now() > deadline {
@@ -299,10 +315,11 @@ impl Daemon {
     }
 
     /// Sends `sig` and waits for exit; returns (output, final report, time to exit).
-    pub fn stop(self, sig: i32, timeout: Duration) -> Result<(Output, Value, Duration)> {
-        signal(&self.child, sig);
+    pub fn stop(mut self, sig: i32, timeout: Duration) -> Result<(Output, Value, Duration)> {
+        let child = self.child.take().expect("running");
+        signal(&child, sig);
         let t0 = Instant::now();
-        let out = wait_with_timeout(self.child, timeout)?;
+        let out = wait_with_timeout(child, timeout)?;
         let took = t0.elapsed();
         let report = serde_json::from_slice(
             &std::fs::read(&self.stats_json)

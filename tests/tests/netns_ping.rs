@@ -21,10 +21,9 @@ struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(d) = self.daemon.as_mut() {
-            let _ = d.child.kill();
-            let _ = d.child.wait();
+        if let Some(d) = self.daemon.take() {
             eprintln!("daemon log:\n{}", d.log());
+            drop(d); // kills a daemon still running
         }
         let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{}", self.file_prefix));
     }

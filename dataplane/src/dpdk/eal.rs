@@ -89,6 +89,13 @@ impl Eal {
         unsafe { dpdk_sys::rte_get_tsc_hz() }
     }
 
+    /// Lets `dpdk-dumpcap`/`dpdk-pdump` (secondary processes) capture on our
+    /// ports. Needs hugepages: a `--no-huge` primary cannot share memory.
+    pub fn enable_pdump(&self) -> Result<(), DpdkError> {
+        // SAFETY: EAL is initialised; registers the pdump IPC handler.
+        error::check("rte_pdump_init", unsafe { dpdk_sys::rte_pdump_init() }).map(|_| ())
+    }
+
     /// Runs `f` on worker lcore `lcore`. A panic in `f` is caught, logged and
     /// reported as exit code -1 by [`Eal::wait`].
     pub fn launch<F>(&self, lcore: LcoreId, f: F) -> Result<(), DpdkError>
@@ -129,9 +136,20 @@ impl Eal {
 
 impl Drop for Eal {
     fn drop(&mut self) {
+        // SAFETY: EAL is initialised; the returned string is EAL's own and is
+        // copied before cleanup frees it.
+        let runtime_dir = unsafe {
+            let p = dpdk_sys::rte_eal_get_runtime_dir();
+            (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+        };
         // SAFETY: the owner dropped every DPDK object first (documented contract).
         unsafe {
             dpdk_sys::rte_eal_cleanup();
+        }
+        // EAL leaves its runtime directory (config, sockets, fbarrays) behind;
+        // a clean exit should leave nothing.
+        if let Some(dir) = runtime_dir {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }

@@ -6,7 +6,6 @@
 //! and, except the daemon glue, runs on plain byte buffers.
 #![deny(unsafe_code)]
 
-pub mod wire;
 pub mod burst;
 pub mod config;
 pub mod daemon;
@@ -15,4 +14,5 @@ pub mod gen;
 pub mod pipeline;
 pub mod stats;
 pub mod tables;
+pub mod wire;
 pub mod worker;

@@ -316,7 +316,7 @@ fn echo_reply_v6(req: &[u8]) -> Vec<u8> {
 }
 
 /// An NDP message (NS = 135, NA = 136) with one link-layer option.
-fn ndp(
+struct Ndp {
     src_mac: [u8; 6],
     dst_mac: [u8; 6],
     src: [u8; 16],
@@ -326,7 +326,20 @@ fn ndp(
     target: [u8; 16],
     opt_type: u8,
     lladdr: [u8; 6],
-) -> Vec<u8> {
+}
+
+fn ndp(m: Ndp) -> Vec<u8> {
+    let Ndp {
+        src_mac,
+        dst_mac,
+        src,
+        dst,
+        ty,
+        flags,
+        target,
+        opt_type,
+        lladdr,
+    } = m;
     let mut body = target.to_vec();
     body.extend([opt_type, 1]);
     body.extend(lladdr);
@@ -499,29 +512,29 @@ fn router_golden_pcap() {
     lan_in.push(ping6);
     // 10. Neighbour solicitation for our address → advertisement (R|S|O).
     let solicited_node = v6("ff02::1:ff00:1");
-    let ns = ndp(
-        LAN_HOST_MAC,
-        [0x33, 0x33, 0xff, 0, 0, 1],
-        v6("2001:db8:1::50"),
-        solicited_node,
-        135,
-        0,
-        v6("2001:db8:1::1"),
-        1,
-        LAN_HOST_MAC,
-    );
+    let ns = ndp(Ndp {
+        src_mac: LAN_HOST_MAC,
+        dst_mac: [0x33, 0x33, 0xff, 0, 0, 1],
+        src: v6("2001:db8:1::50"),
+        dst: solicited_node,
+        ty: 135,
+        flags: 0,
+        target: v6("2001:db8:1::1"),
+        opt_type: 1,
+        lladdr: LAN_HOST_MAC,
+    });
     lan_in.push(ns);
-    lan_out.push(ndp(
-        LAN_MAC,
-        LAN_HOST_MAC,
-        v6("2001:db8:1::1"),
-        v6("2001:db8:1::50"),
-        136,
-        0xe0,
-        v6("2001:db8:1::1"),
-        2,
-        LAN_MAC,
-    ));
+    lan_out.push(ndp(Ndp {
+        src_mac: LAN_MAC,
+        dst_mac: LAN_HOST_MAC,
+        src: v6("2001:db8:1::1"),
+        dst: v6("2001:db8:1::50"),
+        ty: 136,
+        flags: 0xe0,
+        target: v6("2001:db8:1::1"),
+        opt_type: 2,
+        lladdr: LAN_MAC,
+    }));
     // 11. UDP to the router itself: not served.
     lan_in.push(udp4(LAN_HOST_MAC, LAN_MAC, LAN_HOST, LAN_IP, 64, 53));
     *drops.entry("local_unhandled").or_default() += 1;

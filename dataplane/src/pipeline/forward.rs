@@ -34,11 +34,10 @@ impl Forward {
     #[inline]
     pub fn process<P: PacketBuf>(&self, pkts: &mut Burst<P>, meta: &mut MetaBurst) {
         let n = pkts.len();
-        for i in 0..n {
+        for (i, m) in meta[..n].iter_mut().enumerate() {
             if let Some(p) = pkts.get(i + 4) {
                 p.prefetch();
             }
-            let m = &mut meta[i];
             if m.verdict != Verdict::Continue {
                 continue;
             }

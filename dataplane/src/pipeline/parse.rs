@@ -47,11 +47,11 @@ pub fn drop_reason(e: wire::Error) -> DropReason {
 impl Parse {
     #[inline]
     pub fn process<P: PacketBuf>(&self, pkts: &mut Burst<P>, meta: &mut MetaBurst) {
-        for i in 0..pkts.len() {
+        let n = pkts.len();
+        for (i, m) in meta[..n].iter_mut().enumerate() {
             if let Some(p) = pkts.get(i + 3) {
                 p.prefetch();
             }
-            let m = &mut meta[i];
             if m.verdict != Verdict::Continue {
                 continue;
             }

@@ -73,8 +73,7 @@ impl RouteStage {
         let mut a6 = [[0u8; 16]; BURST_SIZE];
         let mut i6 = [0u8; BURST_SIZE];
         let mut n6 = 0;
-        for i in 0..n {
-            let m = &mut meta[i];
+        for (i, m) in meta[..n].iter_mut().enumerate() {
             if m.verdict != Verdict::Continue {
                 continue;
             }

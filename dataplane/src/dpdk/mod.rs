@@ -49,3 +49,6 @@ pub fn prefetch<T>(p: *const T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
+
+#[cfg(test)]
+mod tests;

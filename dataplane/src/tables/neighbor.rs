@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn learn_pending_lookup() {
-        let _eal = crate::tables::test_eal();
+        let _l = crate::tables::testing::test_lock();
         let t = NeighborTable::new(64).unwrap();
         let a = key(1, "10.0.0.1".parse().unwrap());
         let b = key(1, "2001:db8::1".parse().unwrap());

@@ -345,7 +345,6 @@ impl Routing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tables::test_eal;
 
     fn ports() -> Vec<PortAddrs> {
         vec![
@@ -374,7 +373,7 @@ mod tests {
 
     #[test]
     fn connected_local_gateway_and_ecmp() {
-        let _e = test_eal();
+        let _e = crate::tables::testing::test_lock();
         let gw1: IpAddr = "10.0.1.254".parse().unwrap();
         let gw2: IpAddr = "10.0.2.254".parse().unwrap();
         let routes = vec![
@@ -450,7 +449,7 @@ mod tests {
         /// is in the group, and every member of a group gets flows.
         #[test]
         fn ecmp_choice_is_stable_per_flow(members in 2usize..6, hashes in proptest::collection::vec(proptest::prelude::any::<u32>(), 1..64)) {
-            let _e = test_eal();
+            let _e = crate::tables::testing::test_lock();
             let mut ports = ports();
             ports[0].v4 = vec![("10.0.0.1".parse().unwrap(), 16)];
             let hops: Vec<(IpAddr, u16)> = (0..members)

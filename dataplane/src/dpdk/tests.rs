@@ -1,0 +1,136 @@
+//! Tests of the safe wrappers against a real EAL (`--no-huge`): mbufs come
+//! back to their pool, rings move packets without copying, bursts free in
+//! bulk.
+use super::mbuf::free_bulk;
+use super::ring::{Ring, RingSync};
+use super::Mempool;
+use crate::burst::Burst;
+use crate::tables::testing::test_lock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn pool(n: u32) -> Mempool {
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let name = format!("t_pool{}", SEQ.fetch_add(1, Ordering::Relaxed));
+    // Cache 0: counts are exact without per-lcore caches in the way.
+    Mempool::new_pktmbuf(&name, n, 0, super::mempool::DEFAULT_DATA_ROOM, 0).unwrap()
+}
+
+#[test]
+fn mbufs_return_to_their_pool() {
+    let _l = test_lock();
+    let p = pool(63);
+    assert_eq!(p.in_use_count(), 0);
+    let a = p.alloc().unwrap();
+    let b = p.alloc_from(&[1, 2, 3]).unwrap();
+    assert_eq!(p.in_use_count(), 2);
+    assert_eq!(b.data(), &[1, 2, 3]);
+    drop(a);
+    drop(b);
+    assert_eq!(p.in_use_count(), 0);
+    assert_eq!(p.avail_count(), 63);
+}
+
+#[test]
+fn pool_exhaustion_is_none_not_a_crash() {
+    let _l = test_lock();
+    let p = pool(15);
+    let all: Vec<_> = (0..15).map(|_| p.alloc().unwrap()).collect();
+    assert!(p.alloc().is_none());
+    drop(all);
+    assert_eq!(p.in_use_count(), 0);
+}
+
+#[test]
+fn mbuf_length_changes() {
+    let _l = test_lock();
+    let p = pool(15);
+    let mut m = p.alloc_from(&[0xaa; 60]).unwrap();
+    assert_eq!((m.data_len(), m.pkt_len(), m.nb_segs()), (60, 60, 1));
+    assert!(m.resize(100));
+    assert_eq!(m.data_len(), 100);
+    assert!(m.resize(42));
+    assert_eq!(m.data(), &[0xaa; 42]);
+    let head = m.prepend(4).unwrap();
+    head.copy_from_slice(&[1, 2, 3, 4]);
+    assert_eq!(&m.data()[..5], &[1, 2, 3, 4, 0xaa]);
+    assert!(m.adj(4));
+    assert_eq!(m.data_len(), 42);
+    assert!(!m.trim(43), "cannot trim more than the packet");
+    assert!(m.append(1 << 16).is_none(), "beyond the data room");
+    let room = m.tailroom();
+    assert!(m.append(room).is_some());
+    assert!(m.append(1).is_none());
+    m.data_mut()[0] = 7;
+    assert_eq!(m.data()[0], 7);
+    drop(m);
+    assert_eq!(p.in_use_count(), 0);
+}
+
+#[test]
+fn free_bulk_empties_the_burst_and_skips_holes() {
+    let _l = test_lock();
+    let p = pool(63);
+    let mut b: Burst<super::Mbuf> = Burst::new();
+    for i in 0..20u8 {
+        b.push(p.alloc_from(&[i]).unwrap()).map_err(|_| ()).unwrap();
+    }
+    let kept = b.take(3).unwrap();
+    assert_eq!(p.in_use_count(), 20);
+    free_bulk(&mut b);
+    assert!(b.is_empty());
+    assert_eq!(p.in_use_count(), 1);
+    assert_eq!(kept.data(), &[3]);
+    drop(kept);
+    assert_eq!(p.in_use_count(), 0);
+}
+
+#[test]
+fn ring_moves_mbufs_without_copying() {
+    let _l = test_lock();
+    let p = pool(127);
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let r = Ring::new(
+        &format!("t_ring{}", SEQ.fetch_add(1, Ordering::Relaxed)),
+        64,
+        0,
+        RingSync::Spsc,
+    )
+    .unwrap();
+    let mut b: Burst<super::Mbuf> = Burst::new();
+    let mut addrs = Vec::new();
+    for i in 0..32u8 {
+        let m = p.alloc_from(&[i, i]).unwrap();
+        addrs.push(m.data().as_ptr() as usize);
+        b.push(m).map_err(|_| ()).unwrap();
+    }
+    assert_eq!(r.enqueue_burst(&mut b), 32);
+    assert!(b.is_empty());
+    assert_eq!(r.count(), 32);
+    // A second burst does not fit entirely (63 usable slots).
+    for i in 0..32u8 {
+        b.push(p.alloc_from(&[i]).unwrap()).map_err(|_| ()).unwrap();
+    }
+    assert_eq!(r.enqueue_burst(&mut b), 31);
+    assert_eq!(b.len(), 1, "what did not fit stays with the caller");
+    free_bulk(&mut b);
+    let mut out: Burst<super::Mbuf> = Burst::new();
+    assert_eq!(r.dequeue_burst(&mut out), 32);
+    for (i, m) in out.iter().enumerate() {
+        assert_eq!(m.data(), &[i as u8, i as u8]);
+        assert_eq!(
+            m.data().as_ptr() as usize,
+            addrs[i],
+            "same buffer, not a copy"
+        );
+    }
+    free_bulk(&mut out);
+    assert_eq!(r.drain(), 31);
+    assert_eq!(p.in_use_count(), 0);
+}
+
+#[test]
+fn eal_cannot_start_twice() {
+    let _l = test_lock();
+    let err = super::Eal::init(&["again", "--no-huge"]).err().unwrap();
+    assert!(err.to_string().contains("already initialised"), "{err}");
+}

@@ -31,27 +31,43 @@ impl Forward {
         Forward { out, l2_rewrite }
     }
 
+    /// Every packet of a burst came in on the same port (`Pipeline::run`
+    /// receives one queue's burst), so the output and the new Ethernet
+    /// addresses are looked up once per burst.
     #[inline]
     pub fn process<P: PacketBuf>(&self, pkts: &mut Burst<P>, meta: &mut MetaBurst) {
         let n = pkts.len();
-        for (i, m) in meta[..n].iter_mut().enumerate() {
-            if let Some(p) = pkts.get(i + 4) {
+        if n == 0 {
+            return;
+        }
+        let in_port = meta[0].in_port as usize;
+        let Some(Some(out)) = self.out.get(in_port).copied() else {
+            for m in &mut meta[..n] {
+                if m.verdict == Verdict::Continue {
+                    m.verdict = Verdict::Drop(DropReason::NoOutput);
+                }
+            }
+            return;
+        };
+        let hdr = self.l2_rewrite[out as usize];
+        let slots = &mut pkts.slots_mut()[..n];
+        for i in 0..n {
+            if let Some(Some(p)) = slots.get(i + 4) {
                 p.prefetch();
             }
+            let m = &mut meta[i];
             if m.verdict != Verdict::Continue {
                 continue;
             }
-            let Some(Some(out)) = self.out.get(m.in_port as usize).copied() else {
-                m.verdict = Verdict::Drop(DropReason::NoOutput);
+            let Some(pkt) = slots[i].as_mut() else {
                 continue;
             };
-            let Some(pkt) = pkts.get_mut(i) else { continue };
             let data = pkt.data_mut();
             if data.len() < 14 {
                 m.verdict = Verdict::Drop(DropReason::Truncated);
                 continue;
             }
-            data[..12].copy_from_slice(&self.l2_rewrite[out as usize]);
+            data[..12].copy_from_slice(&hdr);
             m.verdict = Verdict::Tx(out);
         }
     }

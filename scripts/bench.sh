@@ -12,11 +12,42 @@
 # telemetry socket (scripts/lib/telemetry_rate.py): wait until packets flow,
 # warm up, then opackets/ipackets deltas over a fixed window.
 #
+# Scenarios (BENCH_SCENARIOS; default all, in this order):
+#   forward      testpmd io / l3fwd LPM with its 16 built-in routes / the
+#                daemon's `forward` stage (p0<->p1); feed to 198.18.0-1.x
+#   route_1k     1,000 IPv4 routes (/16../32, BGP-like mix, seeded:
+#                scripts/lib/mkroutes.py), each to port 0 or 1; the same
+#                routes in l3fwd (--rule_ipv4/--rule_ipv6) and in the daemon
+#                (pipeline ["route"], rte_fib, routes_file); the feed's
+#                destinations are drawn from the routes (2000 per port).
+#                Also checks, on one pass of the feed with TX captures, that
+#                l3fwd and the daemon send every destination out of the
+#                port the longest match names (BENCH_VERIFY=0 skips it).
+#   route_1m     the same with 1,000,000 routes (l3fwd's LPM limits raised
+#                by patch); EAL memory max(BENCH_MEM_MB, BENCH_1M_MEM_MB)
+#   acl1k_route  the daemon with 1,000 firewall rules (scripts/lib/mkacl.py;
+#                none denies the feed) before route_1k's routes; references:
+#                testpmd io and l3fwd LPM with route_1k's routes
+# testpmd io on the scenario's feed is always the reference column.
+#
 # Output (stdout): a `bench-env` line, one `bench-detail` line per app run,
 # and at the end exactly one line per scenario:
 #   bench scenario=forward dataplane_mpps=X testpmd_mpps=Y l3fwd_mpps=Z ratio_testpmd=X/Y ratio_l3fwd=X/Z
 # (Mpps with 2 decimals, ratios computed with 3 decimals, NA where a number is
 # missing). Progress and diagnostics go to stderr; logs stay in build/bench/.
+# Routing scenarios add, as they go:
+#   bench-tables scenario=S routes=N ... exp_p0=F (mkroutes.py; mkacl.py)
+#   bench-load scenario=S app=l3fwd|dataplane routes=N load_ms=T
+#                (time to load the IPv4 routes into rte_lpm / rte_fib; start_s
+#                in bench-detail is the whole start-up, until packets flowed)
+#   bench-split scenario=S app=A tx_p0_share=F expected=F tx_per_rx=F
+#                (from the rates: port 0's share of TX against the share the
+#                longest matches give; TX/RX, 1.000 = nothing dropped)
+#   bench-verify scenario=route_1k app=A p0=N p1=N ok=N wrong=N missing=N
+#   bench-cycles scenario=S parse=C acl=C route=C dispatch=C total=C
+#                (TSC cycles per packet per stage, from a second, short
+#                daemon run with daemon.profile_stages = true; the Mpps come
+#                from the run without it)
 #
 # Environment:
 #   BENCH_WARMUP=3       seconds after the first packets before the window opens
@@ -34,6 +65,15 @@
 #   BENCH_START_TIMEOUT=60  seconds an app may take to start forwarding
 #   BENCH_DATAPLANE_BIN  path of the daemon (default target/release/dataplane)
 #   BENCH_DP_EAL_ARGS    extra EAL args passed to the daemon after `--`
+#   BENCH_ROUTE_SEED=1   seed of the route / ACL / destination generators
+#   BENCH_ROUTES_1K=1000, BENCH_ROUTES_1M=1000000, BENCH_ACL_RULES=1000
+#   BENCH_1M_MEM_MB=1024 EAL memory in route_1m (tables: l3fwd ~210 MB for
+#                        IPv4 + its IPv6 LPM, the daemon ~64 MB + tbl8s + RIB)
+#   BENCH_1M_START_TIMEOUT=900  start timeout in route_1m (l3fwd adds 1M
+#                        routes with rte_lpm_add, which scans its depth's
+#                        rule group for duplicates: quadratic, minutes)
+#   BENCH_PROFILE_S=5    length of the daemon's profile_stages run, seconds
+#   BENCH_VERIFY=1       route_1k: check per-destination output ports
 #
 # Exit status: 0 when testpmd and l3fwd were measured in every scenario (the
 # daemon may be NA: it is reported, not fatal); 1 when a reference app failed;
@@ -69,7 +109,19 @@ FWD_CORE=1         # the one forwarding core every app gets
 # net_pcap vdev MACs are 02:70:63:61:70:<index>; the feeds address them.
 PORT_MAC=(02:70:63:61:70:00 02:70:63:61:70:01)
 
-SCENARIOS_ALL="forward"
+ROUTE_SEED=${BENCH_ROUTE_SEED:-1}
+ROUTES_1K=${BENCH_ROUTES_1K:-1000}
+ROUTES_1M=${BENCH_ROUTES_1M:-1000000}
+ACL_RULES=${BENCH_ACL_RULES:-1000}
+BIG_MEM_MB=${BENCH_1M_MEM_MB:-1024}
+BIG_START_TIMEOUT=${BENCH_1M_START_TIMEOUT:-900}
+PROFILE_S=${BENCH_PROFILE_S:-5}
+VERIFY=${BENCH_VERIFY:-1}
+# Sources of the routing feeds: off the ports' subnets (10.0.0.0/24,
+# 10.0.1.0/24) and outside every generated route.
+ROUTE_FEED_SRC=172.16.0.0/16
+
+SCENARIOS_ALL="forward route_1k route_1m acl1k_route"
 SCENARIOS=${BENCH_SCENARIOS:-$SCENARIOS_ALL}
 SCENARIOS=${SCENARIOS//,/ }
 
@@ -180,9 +232,12 @@ pick_memory_mode() {
 
 eal_args() {        # common EAL args: prefix, memory, vdevs; -l is per app
   local prefix=$1 feed0=$2 feed1=$3
+  # VERIFY_TX=DIR/NAME: replay the feed once and capture TX in NAME-p<i>.pcap
+  local rx0=infinite_rx=1 rx1=infinite_rx=1
+  if [ -n "${VERIFY_TX:-}" ]; then rx0=tx_pcap=$VERIFY_TX-p0.pcap; rx1=tx_pcap=$VERIFY_TX-p1.pcap; fi
   printf '%s\n' --file-prefix "$prefix" --no-pci "${EAL_MEM[@]}" \
-    --vdev "net_pcap0,rx_pcap=$feed0,infinite_rx=1" \
-    --vdev "net_pcap1,rx_pcap=$feed1,infinite_rx=1"
+    --vdev "net_pcap0,rx_pcap=$feed0,$rx0" \
+    --vdev "net_pcap1,rx_pcap=$feed1,$rx1"
 }
 
 # --------------------------------------------------------------------------
@@ -215,6 +270,56 @@ cat <<'PATCH'
  			if (!per_port_pool)
  				ret = rte_eth_rx_queue_setup(portid, queueid,
  						nb_rxd, socketid,
+PATCH
+# The LPM table is sized for the built-in 16 routes (1024 rules, 256 tbl8
+# groups): raise both so route_1m's 1M routes fit (every build gets the same
+# binary; the lookup path is unchanged, only the tables are bigger: ~210 MB
+# for IPv4 instead of ~65 MB). Print the first routes only, not 1M lines, and
+# time the IPv4 loading loop (rte_lpm_add of every route): "LPM: bench
+# ipv4_routes=N load_ms=T".
+cat <<'PATCH'
+--- a/l3fwd_lpm.c
++++ b/l3fwd_lpm.c
+@@ -33,8 +33,9 @@
+ 
+ #include "lpm_route_parse.c"
+ 
+-#define IPV4_L3FWD_LPM_MAX_RULES         1024
+-#define IPV4_L3FWD_LPM_NUMBER_TBL8S (1 << 8)
++/* bench.sh: room for 1M routes (2M rules; a /24 holding longer prefixes takes one tbl8 group) */
++#define IPV4_L3FWD_LPM_MAX_RULES         (1 << 21)
++#define IPV4_L3FWD_LPM_NUMBER_TBL8S (1 << 17)
+ #define IPV6_L3FWD_LPM_MAX_RULES         1024
+ #define IPV6_L3FWD_LPM_NUMBER_TBL8S (1 << 16)
+ 
+@@ -578,6 +579,7 @@
+ 			socketid);
+ 
+ 	/* populate the LPM table */
++	uint64_t bench_t0 = rte_get_timer_cycles(); /* bench.sh: load time */
+ 	for (i = 0; i < route_num_v4; i++) {
+ 		struct in_addr in;
+ 
+@@ -600,6 +602,8 @@
+ 				i, socketid);
+ 		}
+ 
++		if (i >= 16 && i != route_num_v4 - 1)
++			continue; /* bench.sh: print a few, not 1M lines */
+ 		in.s_addr = htonl(route_base_v4[i].ip);
+ 		printf("LPM: Adding route %s / %d (%d) [%s]\n",
+ 		       inet_ntop(AF_INET, &in, abuf, sizeof(abuf)),
+@@ -607,6 +611,10 @@
+ 		       route_base_v4[i].if_out, rte_dev_name(dev_info.device));
+ 	}
+ 
++	printf("LPM: bench ipv4_routes=%d load_ms=%.1f\n", route_num_v4,
++	       (double)(rte_get_timer_cycles() - bench_t0) * 1e3 / rte_get_timer_hz());
++	fflush(stdout);
++
+ 	/* create the LPM6 table */
+ 	snprintf(s, sizeof(s), "IPV6_L3FWD_LPM_%d", socketid);
+ 
 PATCH
 }
 
@@ -273,9 +378,46 @@ make_feed() {       # make_feed NAME DST_PREFIX... -> FEED0, FEED1 (one file per
   log "feed $name: $FEED_COUNT x ${FEED_SIZE}B frames/port, $FEED_FLOWS flows, dst $* ($FEED_GEN)"
 }
 
+# Route tables and feeds of the routing scenarios (cached in build/bench/routes
+# while the generator, its arguments and the feed size stay the same).
+
+ROUTES=""           # base path: $ROUTES.routes, .l3fwd-v4.cfg, .l3fwd-v6.cfg, .dst-p<i>.txt
+ROUTES_SUMMARY=""   # mkroutes.py's summary line
+
+make_routes() {     # make_routes NAME COUNT -> ROUTES, ROUTES_SUMMARY
+  local name=$1 count=$2 dir=$WORK/routes stamp
+  ROUTES=$dir/$name
+  stamp="count=$count seed=$ROUTE_SEED dsts=$FEED_COUNT gen=$(sha256sum <"$LIB/mkroutes.py" | cut -c1-16)"
+  if [ "$(cat "$ROUTES.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -s "$ROUTES.summary" ]; then
+    mkdir -p "$dir"; rm -f "$ROUTES.stamp"
+    log "generating $count routes ($name, seed $ROUTE_SEED)"
+    python3 "$LIB/mkroutes.py" --count "$count" --dsts "$FEED_COUNT" --seed "$ROUTE_SEED" \
+      --out-dir "$dir" --name "$name" >"$ROUTES.summary" 2>"$ROUTES.err" || {
+      log "mkroutes.py failed:"; cat "$ROUTES.err" >&2; return 1; }
+    echo "$stamp" >"$ROUTES.stamp"
+  fi
+  ROUTES_SUMMARY=$(sed 's/^mkroutes //' "$ROUTES.summary")
+}
+
+make_route_feed() { # make_route_feed NAME (after make_routes) -> FEED0, FEED1
+  local name=$1 p out
+  mkdir -p "$WORK/feeds"
+  for p in 0 1; do
+    out=$WORK/feeds/$name-p$p.pcap
+    # One flow per destination: every frame of the pass differs.
+    python3 "$LIB/mkfeed.py" --out "$out" --count "$FEED_COUNT" --flows "$FEED_COUNT" \
+      --size "$FEED_SIZE" --dst-mac "${PORT_MAC[$p]}" --dst-list "$ROUTES.dst-p$p.txt" \
+      --src-prefix "$ROUTE_FEED_SRC" >"$out.log" 2>&1 || {
+      log "mkfeed.py failed:"; cat "$out.log" >&2; return 1; }
+  done
+  FEED0=$WORK/feeds/$name-p0.pcap; FEED1=$WORK/feeds/$name-p1.pcap
+  log "feed $name: $FEED_COUNT x ${FEED_SIZE}B frames/port, destinations from $ROUTES.dst-p{0,1}.txt"
+}
+
 # --------------------------------------------------------------------------
 # running and measuring
 
+START_LIMIT=$START_TIMEOUT   # start timeout of the current scenario
 MEASURED=NA         # Mpps of the last measure (2 decimals) or NA
 CUR_LOG=""          # build/bench/<scenario>-<app>, base name of its logs
 MEASURED_DETAIL=""
@@ -305,7 +447,7 @@ measure() {         # measure SCENARIO APP PREFIX -> MEASURED, MEASURED_DETAIL
   MEASURED=NA; MEASURED_DETAIL=""
   # In the background so that a TERM/INT trap runs at once, not after the window.
   python3 "$LIB/telemetry_rate.py" --prefix "$prefix" --warmup "$WARMUP" \
-    --window "$WINDOW" --windows "$WINDOWS" --timeout "$START_TIMEOUT" --pid "$CUR_PID" \
+    --window "$WINDOW" --windows "$WINDOWS" --timeout "$START_LIMIT" --pid "$CUR_PID" \
     >"$CUR_LOG.measure" 2>"$CUR_LOG.measure.err" 9>&- &
   MEAS_PID=$!
   wait "$MEAS_PID"; local rc=$?
@@ -326,6 +468,21 @@ measure() {         # measure SCENARIO APP PREFIX -> MEASURED, MEASURED_DETAIL
   fi
   log "$app: no measurement: $(cat "$CUR_LOG.measure.err" 2>/dev/null)"
   log "$app: last lines of $CUR_LOG.log:"
+  tail -15 "$CUR_LOG.log" 2>/dev/null | sed 's/^/    /' >&2
+  return 1
+}
+
+drain() {           # drain APP PREFIX: wait until a one-pass feed is forwarded
+  local app=$1 prefix=$2 out
+  python3 "$LIB/telemetry_rate.py" --prefix "$prefix" --drain --settle 2 \
+    --timeout "$START_LIMIT" --pid "$CUR_PID" \
+    >"$CUR_LOG.measure" 2>"$CUR_LOG.measure.err" 9>&- &
+  MEAS_PID=$!
+  wait "$MEAS_PID"; local rc=$?
+  MEAS_PID=""
+  out=$(cat "$CUR_LOG.measure" 2>/dev/null)
+  [ "$rc" -eq 0 ] && return 0
+  log "$app: did not forward the feed: $(cat "$CUR_LOG.measure.err" 2>/dev/null)"
   tail -15 "$CUR_LOG.log" 2>/dev/null | sed 's/^/    /' >&2
   return 1
 }
@@ -354,38 +511,118 @@ run_l3fwd() {       # run_l3fwd SCENARIO [extra l3fwd app args, e.g. --rule_ipv4
   # l3fwd makes one TX queue per lcore, and a net_pcap port without a TX file
   # has exactly one; so l3fwd gets only lcore 1 (its main lcore forwards),
   # and EAL puts its control threads on core 0.
-  start_app "$scen-l3fwd" "$prefix" "$L3FWD_BIN" -l "$FWD_CORE" "${eal[@]}" -- \
+  start_app "$scen-l3fwd${VERIFY_TX:+-verify}" "$prefix" "$L3FWD_BIN" -l "$FWD_CORE" "${eal[@]}" -- \
     -p 0x3 --config="(0,0,$FWD_CORE),(1,0,$FWD_CORE)" --parse-ptype --lookup=lpm "$@"
-  measure "$scen" l3fwd "$prefix"
+  if [ -n "${VERIFY_TX:-}" ]; then drain l3fwd "$prefix"; else measure "$scen" l3fwd "$prefix"; fi
   stop_app "$prefix"
+  # The route-load line of the l3fwd patch (see l3fwd_patch).
+  L3FWD_LOAD=$(sed -n 's/^LPM: bench ipv4_routes=\([0-9]*\) load_ms=\([0-9.]*\).*/routes=\1 load_ms=\2/p' "$CUR_LOG.log" | head -1)
+  if grep -q "Missing 1 or more rule files" "$CUR_LOG.log"; then
+    log "l3fwd: it used its built-in routes, not the rule files"
+  fi
 }
 
 DP_READY=0
 DP_WHY=""           # why the daemon cannot run at all
 DP_FAILS=""         # scenarios where it ran but was not measured
 
-run_dataplane() {   # run_dataplane SCENARIO TEMPLATE
+render_dp_config() { # render_dp_config TEMPLATE OUT PREFIX PROFILE(true|false) [NAME=VALUE]...
+  # Fills @PREFIX@, @FEED0@, @FEED1@, @HUGEPAGES@, memory_mb and
+  # profile_stages; each NAME=VALUE either replaces @NAME@, or, where the
+  # template has a line `# @include NAME@`, inserts the file VALUE after it.
+  local tmpl=$1 out=$2 prefix=$3 profile=$4 huge kv name val
+  shift 4
+  [ "$HUGE_MODE" = hugepages ] && huge=on || huge=off
+  local args=(-e "s|@PREFIX@|$prefix|g" -e "s|@FEED0@|$FEED0|g" -e "s|@FEED1@|$FEED1|g"
+              -e "s|@HUGEPAGES@|$huge|g" -e "s|^memory_mb *=.*|memory_mb = $MEM_MB|"
+              -e "s|^profile_stages *=.*|profile_stages = $profile|")
+  for kv in "$@"; do
+    name=${kv%%=*}; val=${kv#*=}
+    if grep -q "^# @include $name@" "$tmpl"; then args+=(-e "/^# @include $name@/r $val")
+    else args+=(-e "s|@$name@|$val|g"); fi
+  done
+  if [ -n "${VERIFY_TX:-}" ]; then   # one pass of the feed, TX captured
+    args+=(-e "s|rx_pcap=$FEED0,infinite_rx=1|rx_pcap=$FEED0,tx_pcap=$VERIFY_TX-p0.pcap|"
+           -e "s|rx_pcap=$FEED1,infinite_rx=1|rx_pcap=$FEED1,tx_pcap=$VERIFY_TX-p1.pcap|")
+  fi
+  sed "${args[@]}" "$tmpl" >"$out" || { log "dataplane: cannot render $tmpl"; return 1; }
+  python3 -c 'import sys, tomllib; tomllib.load(open(sys.argv[1], "rb"))' "$out" 2>"$WORK/toml.err" ||
+    log "warning: $out is not valid TOML: $(cat "$WORK/toml.err")"
+  return 0
+}
+
+DP_LOAD=""          # from the last daemon log: route / ACL table build times
+
+dp_log_tables() {   # dp_log_tables LOG -> DP_LOAD ("routes_v4=N load_ms=T ...")
+  local line acl
+  line=$(grep -m1 "route tables ready" "$1" 2>/dev/null)
+  DP_LOAD=""
+  [ -n "$line" ] || return 0
+  DP_LOAD="$(grep -o 'routes_v4=[0-9]*' <<<"$line") $(grep -o 'load_ms=[0-9]*' <<<"$line") $(grep -o 'memory_mb=[0-9]*' <<<"$line")"
+  acl=$(grep -m1 "ACL ready" "$1" 2>/dev/null)
+  [ -n "$acl" ] && DP_LOAD+=" acl_$(grep -o 'rules=[0-9]*' <<<"$acl") acl_$(grep -o 'build_ms=[0-9]*' <<<"$acl")"
+  return 0
+}
+
+run_dataplane() {   # run_dataplane SCENARIO TEMPLATE [NAME=VALUE]... (see render_dp_config)
   local scen=$1 tmpl=$2
-  local prefix=$TAG-dp conf=$WORK/$scen.toml huge
+  shift 2
+  local prefix=$TAG-dp conf=$WORK/$scen${VERIFY_TX:+-verify}.toml
   MEASURED=NA
   if [ "$DP_READY" -ne 1 ]; then
     log "dataplane: not measured: $DP_WHY"; return 1
   fi
-  [ "$HUGE_MODE" = hugepages ] && huge=on || huge=off
-  sed -e "s|@PREFIX@|$prefix|g" -e "s|@FEED0@|$FEED0|g" -e "s|@FEED1@|$FEED1|g" \
-      -e "s|@HUGEPAGES@|$huge|g" -e "s|^memory_mb *=.*|memory_mb = $MEM_MB|" \
-      "$tmpl" >"$conf" || { log "dataplane: cannot render $tmpl"; return 1; }
-  python3 -c 'import sys, tomllib; tomllib.load(open(sys.argv[1], "rb"))' "$conf" 2>"$WORK/toml.err" ||
-    log "warning: $conf is not valid TOML: $(cat "$WORK/toml.err")"
+  render_dp_config "$tmpl" "$conf" "$prefix" false "$@" || return 1
   local extra=()
   # shellcheck disable=SC2206
   [ -n "${BENCH_DP_EAL_ARGS:-}" ] && extra=(-- $BENCH_DP_EAL_ARGS)
-  start_app "$scen-dataplane" "$prefix" "$DP_BIN" run --config "$conf" "${extra[@]}"
-  if ! measure "$scen" dataplane "$prefix"; then
+  start_app "$scen-dataplane${VERIFY_TX:+-verify}" "$prefix" "$DP_BIN" run --config "$conf" "${extra[@]}"
+  if [ -n "${VERIFY_TX:-}" ]; then
+    drain dataplane "$prefix" || log "dataplane: verify run failed (config $conf, log $CUR_LOG.log)"
+  elif ! measure "$scen" dataplane "$prefix"; then
     log "dataplane: failed to start or to forward (config $conf, log $CUR_LOG.log)"
     DP_FAILS+=" $scen"
   fi
   stop_app "$prefix"
+  dp_log_tables "$CUR_LOG.log"
+}
+
+profile_dataplane() { # profile_dataplane SCENARIO TEMPLATE [NAME=VALUE]...
+  # A second, short run with daemon.profile_stages = true (two TSC reads per
+  # stage per burst: not for the Mpps), whose final report's
+  # cycles_per_packet becomes the `bench-cycles` line.
+  local scen=$1 tmpl=$2
+  shift 2
+  local prefix=$TAG-dpprof conf=$WORK/$scen-profile.toml json=$WORK/$scen-dataplane-profile.json
+  local limit t0 cycles
+  [ "$DP_READY" -eq 1 ] || return 1
+  render_dp_config "$tmpl" "$conf" "$prefix" true "$@" || return 1
+  rm -f "$json"
+  local extra=()
+  # shellcheck disable=SC2206
+  [ -n "${BENCH_DP_EAL_ARGS:-}" ] && extra=(-- $BENCH_DP_EAL_ARGS)
+  start_app "$scen-dataplane-profile" "$prefix" "$DP_BIN" run --config "$conf" \
+    --duration "$PROFILE_S" --stats-json "$json" "${extra[@]}"
+  # --duration counts from the workers' start: allow the start-up on top.
+  limit=$(( START_LIMIT + ${PROFILE_S%.*} + 30 )); t0=$SECONDS
+  while proc_alive "$CUR_PID" && [ $(( SECONDS - t0 )) -lt "$limit" ]; do sleep 0.5; done
+  proc_alive "$CUR_PID" && log "dataplane profile run still running after ${limit}s; stopping it"
+  stop_app "$prefix"
+  cycles=$(python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1])).get("cycles_per_packet") or {}
+order = ["parse", "acl", "route", "forward", "dispatch"]
+keys = [k for k in order if k in c] + sorted(k for k in c if k not in order)
+if keys:
+    print(" ".join(f"{k}={c[k]:.1f}" for k in keys) + f" total={sum(c.values()):.1f}")
+' "$json" 2>/dev/null)
+  if [ -n "$cycles" ]; then
+    echo "bench-cycles scenario=$scen $cycles"
+  else
+    log "dataplane: no cycles_per_packet in $json (log $CUR_LOG.log):"
+    tail -8 "$CUR_LOG.log" 2>/dev/null | sed 's/^/    /' >&2
+    echo "bench-cycles scenario=$scen NA"
+  fi
 }
 
 ratio() {           # ratio A B -> A/B with 3 decimals, or NA
@@ -414,6 +651,108 @@ scenario_forward() {
   run_l3fwd forward;   l3=$MEASURED
   run_dataplane forward "$ROOT/config/bench/forward.toml"; dp=$MEASURED
   report_line forward "$dp" "$tp" "$l3"
+}
+
+# Routing scenarios: shared pieces
+
+L3FWD_LOAD=""       # "routes=N load_ms=T" from the last l3fwd run
+
+split_line() {      # split_line SCENARIO APP DETAIL: TX share of port 0 vs the expected one
+  local scen=$1 app=$2 detail=$3
+  [ -n "$detail" ] || return 0
+  # expected share = (rx0 * share of feed 0 to port 0 + rx1 * the same for feed 1) / rx
+  awk -v d="$detail" -v s="$ROUTES_SUMMARY" -v scen="$scen" -v app="$app" 'BEGIN {
+    n = split(d " " s, kv, " ")
+    for (i = 1; i <= n; i++) { eq = index(kv[i], "="); if (eq) v[substr(kv[i], 1, eq - 1)] = substr(kv[i], eq + 1) }
+    tx = v["tx0"] + v["tx1"]; rx = v["rx0"] + v["rx1"]
+    if (tx <= 0 || rx <= 0) exit
+    printf "bench-split scenario=%s app=%s tx_p0_share=%.3f expected=%.3f tx_per_rx=%.3f\n", scen, app,
+      v["tx0"] / tx, (v["rx0"] * v["exp_p0_from0"] + v["rx1"] * v["exp_p0_from1"]) / rx, tx / rx
+  }'
+}
+
+verify_split() {    # verify_split SCENARIO TEMPLATE [NAME=VALUE]...: one pass, TX captured
+  local scen=$1 tmpl=$2 app res
+  shift 2
+  mkdir -p "$WORK/verify"
+  for app in l3fwd dataplane; do
+    VERIFY_TX=$WORK/verify/$scen-$app
+    rm -f "$VERIFY_TX"-p[01].pcap
+    if [ "$app" = l3fwd ]; then
+      run_l3fwd "$scen" --rule_ipv4="$ROUTES.l3fwd-v4.cfg" --rule_ipv6="$ROUTES.l3fwd-v6.cfg"
+    else
+      run_dataplane "$scen" "$tmpl" "$@"
+    fi
+    if [ -s "$VERIFY_TX-p0.pcap" ] || [ -s "$VERIFY_TX-p1.pcap" ]; then
+      touch "$VERIFY_TX-p0.pcap" "$VERIFY_TX-p1.pcap"
+      res=$(python3 "$LIB/checksplit.py" --rules "$ROUTES.l3fwd-v4.cfg" \
+        --out0 "$VERIFY_TX-p0.pcap" --out1 "$VERIFY_TX-p1.pcap" \
+        --dst-list "$ROUTES.dst-p0.txt" --dst-list "$ROUTES.dst-p1.txt" 2>&1)
+      [ $? -eq 0 ] || log "warning: $app sent some destinations out of the wrong port or not at all: $res"
+    else
+      res="NA (no TX capture)"
+    fi
+    echo "bench-verify scenario=$scen app=$app $res"
+  done
+  VERIFY_TX=""
+}
+
+route_scenario() {  # route_scenario NAME ROUTES_NAME COUNT TEMPLATE [ACL_COUNT]
+  local scen=$1 rname=$2 count=$3 tmpl=$4 acl=${5:-0}
+  local tp l3 dp l3detail dpdetail dpargs=()
+  make_routes "$rname" "$count" && make_route_feed "$rname" ||
+    { report_line "$scen" NA NA NA; return; }
+  echo "bench-tables scenario=$scen $ROUTES_SUMMARY"
+  dpargs=(ROUTES="$ROUTES.routes")
+  if [ "$acl" -gt 0 ]; then
+    local rules=$WORK/routes/$scen-acl.toml
+    python3 "$LIB/mkacl.py" --count "$acl" --seed "$ROUTE_SEED" --feed "$FEED0" --feed "$FEED1" \
+      --feed-src "$ROUTE_FEED_SRC" --out "$rules" >"$rules.summary" 2>&1 || {
+      log "mkacl.py failed:"; cat "$rules.summary" >&2; report_line "$scen" NA NA NA; return; }
+    echo "bench-tables scenario=$scen $(sed 's/^mkacl /acl_/' "$rules.summary")"
+    dpargs+=(ACL_RULES="$rules")
+  fi
+
+  run_testpmd "$scen"; tp=$MEASURED
+  run_l3fwd "$scen" --rule_ipv4="$ROUTES.l3fwd-v4.cfg" --rule_ipv6="$ROUTES.l3fwd-v6.cfg"
+  l3=$MEASURED; l3detail=$MEASURED_DETAIL
+  [ -n "$L3FWD_LOAD" ] && echo "bench-load scenario=$scen app=l3fwd $L3FWD_LOAD"
+  run_dataplane "$scen" "$tmpl" "${dpargs[@]}"
+  dp=$MEASURED; dpdetail=$MEASURED_DETAIL
+  [ -n "$DP_LOAD" ] && echo "bench-load scenario=$scen app=dataplane $DP_LOAD"
+  split_line "$scen" l3fwd "$l3detail"
+  split_line "$scen" dataplane "$dpdetail"
+  if [ "$DP_READY" -eq 1 ]; then
+    profile_dataplane "$scen" "$tmpl" "${dpargs[@]}"
+  fi
+  if [ "$VERIFY" = 1 ] && [ "$scen" = route_1k ]; then
+    verify_split "$scen" "$tmpl" "${dpargs[@]}"
+  fi
+  report_line "$scen" "$dp" "$tp" "$l3"
+}
+
+scenario_route_1k() {
+  route_scenario route_1k r1k "$ROUTES_1K" "$ROOT/config/bench/route.toml"
+}
+
+scenario_acl1k_route() {
+  # Same routes and feed as route_1k; only the daemon filters (the l3fwd
+  # reference is LPM without ACL, as in route_1k).
+  route_scenario acl1k_route r1k "$ROUTES_1K" "$ROOT/config/bench/acl_route.toml" "$ACL_RULES"
+}
+
+scenario_route_1m() {
+  # 1M routes need more EAL memory (both apps) and a long start for l3fwd.
+  local mem=$MEM_MB mode=$HUGE_MODE
+  [ "$MEM_MB" -lt "$BIG_MEM_MB" ] && MEM_MB=$BIG_MEM_MB
+  pick_memory_mode
+  [ "$HUGE_MODE" != "$mode" ] && log "route_1m: memory mode $HUGE_MODE (other scenarios: $mode)"
+  echo "bench-note scenario=route_1m mode=$HUGE_MODE mem_mb=$MEM_MB start_timeout_s=$BIG_START_TIMEOUT"
+  START_LIMIT=$BIG_START_TIMEOUT
+  route_scenario route_1m r1m "$ROUTES_1M" "$ROOT/config/bench/route.toml"
+  START_LIMIT=$START_TIMEOUT
+  MEM_MB=$mem
+  pick_memory_mode
 }
 
 # --------------------------------------------------------------------------

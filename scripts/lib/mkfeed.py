@@ -5,6 +5,8 @@ Fallback for `dataplane gen` (same flags where they overlap), standard library
 only. Frame i belongs to flow i % flows; flow f goes to destination prefix
 f % len(prefixes), host 1 + (f // len(prefixes)) % hosts, and has its own
 source address and UDP source port, so every frame of a flow is identical.
+With --dst-list FILE (one IPv4 address a line), flow f instead goes to line
+f % lines of FILE (the routing scenarios: destinations spread over routes).
 --size is the length of each pcap record (no FCS in the capture).
 """
 import argparse
@@ -49,6 +51,8 @@ def main():
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--dst-prefix", action="append", default=[],
                     help="IPv4 prefix, repeatable (default 198.18.0.0/24)")
+    ap.add_argument("--dst-list", help="file of destination addresses, one a line "
+                    "(replaces --dst-prefix)")
     ap.add_argument("--src-prefix", default="10.0.0.0/16")
     ap.add_argument("--dst-mac", type=mac, default=mac("02:70:63:61:70:00"))
     ap.add_argument("--src-mac", type=mac, default=mac("02:00:00:00:00:01"))
@@ -60,6 +64,13 @@ def main():
     if a.count < 1 or a.flows < 1:
         sys.exit("mkfeed: --count and --flows must be >= 1")
     prefixes = [ipaddress.ip_network(p) for p in (a.dst_prefix or ["198.18.0.0/24"])]
+    dsts = []
+    if a.dst_list:
+        with open(a.dst_list) as f:
+            dsts = [ipaddress.IPv4Address(line.strip()) for line in f
+                    if line.strip() and not line.startswith("#")]
+        if not dsts:
+            sys.exit(f"mkfeed: no addresses in {a.dst_list}")
     src_net = ipaddress.ip_network(a.src_prefix)
 
     flows = []
@@ -67,6 +78,8 @@ def main():
         net = prefixes[f % len(prefixes)]
         hosts = max(1, net.num_addresses - 2)
         dst = net.network_address + 1 + (f // len(prefixes)) % hosts
+        if dsts:
+            dst = dsts[f % len(dsts)]
         src = src_net.network_address + 1 + f % max(1, src_net.num_addresses - 2)
         flows.append(frame(a.dst_mac, a.src_mac, src, dst,
                            1024 + f % 64000, a.dport, a.size, f))
@@ -78,7 +91,7 @@ def main():
             out.write(struct.pack("<IIII", i // 1000000, i % 1000000, len(data), len(data)))
             out.write(data)
     print(f"mkfeed: wrote {a.count} frames ({a.flows} flows, {a.size} B, "
-          f"dst {' '.join(map(str, prefixes))}) to {a.out}")
+          f"dst {a.dst_list or ' '.join(map(str, prefixes))}) to {a.out}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,12 @@ Prints one line of key=value pairs:
 With --windows N (N > 1) it measures N back-to-back windows and reports the
 one with the highest forwarded rate (the least disturbed by other load on a
 shared machine), plus windows_mpps=<every window's rate, comma separated>.
+start_s=<seconds from this script's start until packets flowed> tells how
+long the process took to start (EAL, tables: 1M routes show here).
+
+--drain (for feeds replayed once, with TX captures): instead of rates, wait
+until packets flowed and the counters stopped moving for --settle seconds,
+then print `rx=<ipackets> tx=<opackets>` (sums over the ports).
 Exit status 0 on success; 1 (with a message on stderr) when the socket never
 appears, the process exits, or no packets arrive.
 """
@@ -96,7 +102,11 @@ def main():
                     help="seconds to wait for the socket and first packets")
     ap.add_argument("--pid", type=int, default=0, help="give up when this pid exits")
     ap.add_argument("--runtime-dir", default=os.environ.get("BENCH_DPDK_RUNDIR", ""))
+    ap.add_argument("--drain", action="store_true",
+                    help="wait until the counters settle, print totals")
+    ap.add_argument("--settle", type=float, default=2.0)
     a = ap.parse_args()
+    t_start = time.monotonic()
 
     rundir = a.runtime_dir or ("/var/run/dpdk" if os.geteuid() == 0 else
                                os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk"))
@@ -132,6 +142,28 @@ def main():
         if time.monotonic() > deadline:
             die(f"ports {want or '?'} never received packets within {a.timeout:.0f}s")
         time.sleep(0.2)
+
+    start_s = time.monotonic() - t_start
+
+    if a.drain:
+        def totals():
+            st = [tel.stats(p) for p in ports]
+            return (sum(x.get("ipackets", 0) for x in st), sum(x.get("opackets", 0) for x in st))
+        try:
+            last, since = totals(), time.monotonic()
+            while time.monotonic() - since < a.settle:
+                if not alive(a.pid):
+                    die(f"process {a.pid} exited while draining")
+                if time.monotonic() > deadline + a.settle:
+                    die("counters never settled")
+                time.sleep(0.2)
+                cur = totals()
+                if cur != last:
+                    last, since = cur, time.monotonic()
+        except (OSError, ValueError) as e:
+            die(f"telemetry failed while draining: {e}")
+        print(f"rx={last[0]} tx={last[1]} start_s={start_s:.1f}")
+        return
 
     # 3. Warm up, then sample both ends of the window.
     time.sleep(a.warmup)
@@ -175,7 +207,7 @@ def main():
     parts = [f"mpps={total:.3f}", f"rx_mpps={sum(rx.values()):.3f}"]
     parts += [f"tx{p}={tx[p]:.3f}" for p in ports]
     parts += [f"rx{p}={rx[p]:.3f}" for p in ports]
-    parts += [f"drop_mpps={drop:.3f}", f"window_s={dt:.2f}"]
+    parts += [f"drop_mpps={drop:.3f}", f"window_s={dt:.2f}", f"start_s={start_s:.1f}"]
     if a.pid:
         parts.append(f"cpu={cpu:.2f}")
     if len(all_rates) > 1:

@@ -19,7 +19,8 @@ static INITIALISED: AtomicBool = AtomicBool::new(false);
 /// Proof that EAL is up. Dropping it calls `rte_eal_cleanup`; everything that
 /// came from DPDK (ports, mempools, rings, tables) must be dropped first.
 pub struct Eal {
-    _private: (),
+    /// `--file-prefix` (default "rte"): names our hugepage files.
+    file_prefix: String,
 }
 
 impl Eal {
@@ -52,7 +53,13 @@ impl Eal {
             INITIALISED.store(false, Ordering::SeqCst);
             return Err(error::last("rte_eal_init"));
         }
-        Ok(Eal { _private: () })
+        let file_prefix = args
+            .iter()
+            .map(AsRef::as_ref)
+            .find_map(|a| a.strip_prefix("--file-prefix="))
+            .unwrap_or("rte")
+            .to_owned();
+        Ok(Eal { file_prefix })
     }
 
     /// The lcore the calling thread runs on (`u32::MAX` for foreign threads).
@@ -146,10 +153,35 @@ impl Drop for Eal {
         unsafe {
             dpdk_sys::rte_eal_cleanup();
         }
-        // EAL leaves its runtime directory (config, sockets, fbarrays) behind;
-        // a clean exit should leave nothing.
+        // EAL leaves its runtime directory (config, sockets, fbarrays) and,
+        // without --huge-unlink, its hugepage files behind: the pages stay
+        // reserved until a process with the same prefix starts. A clean exit
+        // should leave nothing (--huge-unlink is not used because it would
+        // stop dpdk-dumpcap attaching as a secondary process).
         if let Some(dir) = runtime_dir {
             let _ = std::fs::remove_dir_all(dir);
+        }
+        remove_hugepage_files(&self.file_prefix);
+    }
+}
+
+/// Removes `<prefix>map_*` files from every hugetlbfs mount.
+fn remove_hugepage_files(prefix: &str) {
+    let Ok(mounts) = std::fs::read_to_string("/proc/mounts") else {
+        return;
+    };
+    let stem = format!("{prefix}map_");
+    for dir in mounts.lines().filter_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "hugetlbfs").then(|| f[1].to_owned())
+    }) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&stem) {
+                let _ = std::fs::remove_file(e.path());
+            }
         }
     }
 }

@@ -1605,4 +1605,163 @@ pairs = [["p0", "p1"]]
         assert_eq!(c6.network(), "2001:db8::".parse::<Ipv6Addr>().unwrap());
         assert!("2001:db8::/64".parse::<Ipv4Cidr>().is_err());
     }
+
+    const ROUTER: &str = r#"pipeline = ["acl", "route"]
+
+[[port]]
+name = "lan"
+device = "net_null0"
+ipv4 = ["10.0.1.1/24"]
+ipv6 = ["2001:db8:1::1/64"]
+
+[[port]]
+name = "wan"
+device = "net_null1"
+ipv4 = ["10.0.2.1/24"]
+
+[[worker]]
+core = 1
+rx = ["lan", "wan"]
+
+[acl]
+default = "allow"
+
+[[acl.rule]]
+action = "deny"
+src = "10.9.0.0/16"
+proto = "tcp"
+dport = "22-23"
+
+[route]
+[[route.static]]
+prefix = "198.18.0.0/24"
+via = ["10.0.1.2", "10.0.2.2"]
+
+[[route.static]]
+prefix = "192.0.2.0/24"
+port = "wan"
+
+[[route.neighbor]]
+ip = "10.0.1.2"
+mac = "02:00:00:00:00:01"
+"#;
+
+    fn router_bad(from: &str, to: &str) -> String {
+        assert!(ROUTER.contains(from), "{from}");
+        ROUTER.replacen(from, to, 1)
+    }
+
+    #[test]
+    fn router_config_resolves() {
+        use crate::tables::routing::RouteTarget;
+        let (cfg, res) = Config::parse(ROUTER, "r.toml").unwrap();
+        assert_eq!(cfg.stages(), vec![StageKind::Acl, StageKind::Route]);
+        assert_eq!(res.acl_rules.len(), 1);
+        assert_eq!(res.acl_rules[0].dport, (22, 23));
+        assert_eq!(res.acl_rules[0].proto, Some(6));
+        assert_eq!(res.routes.len(), 2);
+        match &res.routes[0].target {
+            RouteTarget::Via(h) => {
+                assert_eq!(h.iter().map(|x| x.1).collect::<Vec<_>>(), vec![0, 1])
+            }
+            t => panic!("{t:?}"),
+        }
+        assert_eq!(res.routes[1].target, RouteTarget::Port(1));
+        assert_eq!(
+            res.neighbors,
+            vec![(0, "10.0.1.2".parse().unwrap(), [2, 0, 0, 0, 0, 1])]
+        );
+    }
+
+    #[test]
+    fn router_config_errors_name_line_and_field() {
+        let (line, field, msg) = err(&router_bad(r#"proto = "tcp""#, r#"proto = "tpc""#));
+        assert_eq!((line, field.as_str()), (24, "acl.rule[0].proto"));
+        assert!(msg.contains("unknown protocol `tpc`"), "{msg}");
+        let (line, field, msg) = err(&router_bad(r#"dport = "22-23""#, r#"dport = "23-22""#));
+        assert_eq!((line, field.as_str()), (25, "acl.rule[0].dport"));
+        assert!(msg.contains("invalid port range"), "{msg}");
+        let (line, field, msg) = err(&router_bad(
+            r#"via = ["10.0.1.2", "10.0.2.2"]"#,
+            r#"via = ["10.0.1.2", "10.7.7.7"]"#,
+        ));
+        assert_eq!((line, field.as_str()), (30, "route.static[0].via"));
+        assert!(msg.contains("10.7.7.7 is on no port's subnet"), "{msg}");
+        let (_, field, msg) = err(&router_bad(
+            r#"via = ["10.0.1.2", "10.0.2.2"]"#,
+            r#"via = "2001:db8:1::9""#,
+        ));
+        assert_eq!(field, "route.static[0].via");
+        assert!(msg.contains("address family"), "{msg}");
+        let (line, field, msg) = err(&router_bad(r#"port = "wan""#, r#"port = "dmz""#));
+        assert_eq!((line, field.as_str()), (34, "route.static[1].port"));
+        assert!(msg.contains("unknown port `dmz`"), "{msg}");
+        let (_, field, msg) = err(&router_bad(r#"ip = "10.0.1.2""#, r#"ip = "10.0.3.2""#));
+        assert_eq!(field, "route.neighbor[0].ip");
+        assert!(msg.contains("on no port's subnet"), "{msg}");
+        let (_, field, msg) = err(&router_bad(
+            r#"src = "10.9.0.0/16""#,
+            r#"src = "2001:db8::/32"
+dst = "10.0.0.0/8""#,
+        ));
+        assert_eq!(field, "acl.rule[0].dst");
+        assert!(msg.contains("same address family"), "{msg}");
+        let (_, _, msg) = err(&router_bad(
+            r#"pipeline = ["acl", "route"]"#,
+            r#"pipeline = ["route", "acl"]"#,
+        ));
+        assert!(msg.contains("acl"), "{msg}");
+        let (_, _, msg) = err(&router_bad(
+            r#"pipeline = ["acl", "route"]"#,
+            r#"pipeline = ["route"]"#,
+        ));
+        assert!(
+            msg.contains("[acl] is configured but `acl` is not in the pipeline"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn routes_file_errors_name_its_line() {
+        let dir = tempfile_dir();
+        std::fs::write(
+            dir.join("r.txt"),
+            "# comment\n198.18.0.0/24 10.0.1.2\n\n198.18.1.0/33 10.0.1.2\n",
+        )
+        .unwrap();
+        let src = ROUTER.replacen("[route]", "[route]\nroutes_file = \"r.txt\"", 1);
+        let e = Config::parse_in(&src, "r.toml", &dir).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("r.txt:4:"), "{s}");
+        assert!(s.contains("0..=32"), "{s}");
+        std::fs::write(
+            dir.join("r.txt"),
+            "198.18.0.0/24 10.0.1.2,10.0.2.2\n203.0.113.0/24 dev wan\n",
+        )
+        .unwrap();
+        let (_, res) = Config::parse_in(&src, "r.toml", &dir).unwrap();
+        assert_eq!(res.routes.len(), 4);
+        std::fs::write(dir.join("r.txt"), "198.18.0.0/24 via 10.0.1.2\n").unwrap();
+        let s = Config::parse_in(&src, "r.toml", &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            s.contains("r.txt:1:") && s.contains("expected `PREFIX VIA"),
+            "{s}"
+        );
+        let missing = ROUTER.replacen("[route]", "[route]\nroutes_file = \"nope.txt\"", 1);
+        let s = Config::parse_in(&missing, "r.toml", &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            s.contains("route.routes_file") && s.contains("nope.txt"),
+            "{s}"
+        );
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("dp-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
 }

@@ -11,10 +11,11 @@
 //! /32 "allocations" under 2000::/3, the rest /33–/64 (most /48) inside them
 //! plus 5 % /65–/128. Lookups: 1 Mi addresses, half inside a random route,
 //! half uniform, looked up 32 at a time in order (so the table, not the
-//! address array, is what misses the cache). ACL: firewall-like IPv4 rules
-//! (/8–/32 prefixes drawn from a few hundred /16 "sites", mostly TCP/UDP,
-//! exact service ports, some ranges), traffic half aimed at a random rule,
-//! half random.
+//! address array, is what misses the cache), results summed so that every
+//! lookup's result is waited for. Deletes: 1,000 of the routes.
+//! ACL: firewall-like IPv4 rules (mostly /16–/32 prefixes drawn from 256 /16
+//! "sites", TCP/UDP, exact service ports, some ranges and wildcards),
+//! traffic half aimed at a random rule, half random.
 use dataplane::dpdk::lpm::{Fib4, Fib6, Lpm4, Lpm6, LpmConfig};
 use dataplane::dpdk::Eal;
 use dataplane::pipeline::meta::FlowKey;
@@ -22,7 +23,7 @@ use dataplane::tables::{AclAction, AclRule, AclTable, Prefix, RouteTable};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 const BURST: usize = 32;
@@ -30,25 +31,29 @@ const LOOKUPS: usize = 1 << 20;
 
 fn main() {
     let quick = std::env::var_os("TABLES_BENCH_QUICK").is_some();
-    // Up to ~700 MiB of tables at once (IPv6 at 100k routes); no hugepages
-    // needed, so the numbers are with 4 KiB pages (more TLB misses than a
-    // hugepage deployment: treat them as an upper bound).
-    let eal = Eal::init(&[
-        "tables-bench".to_string(),
-        "--no-huge".into(),
-        "--no-pci".into(),
-        "--no-shconf".into(),
-        "-m".into(),
-        "2048".into(),
-        "--no-telemetry".into(),
-        "-l".into(),
-        "0".into(),
-        "--log-level=lib.eal:error".into(),
-        format!("--file-prefix=tables-bench-{}", std::process::id()),
-    ])
-    .expect("EAL init");
+    // Up to ~500 MiB of tables at once (IPv6 at 100k routes). By default
+    // without hugepages, so the numbers carry 4 KiB-page TLB misses (an upper
+    // bound); TABLES_BENCH_HUGE=1 uses free 2 MiB hugepages instead.
+    let huge = std::env::var_os("TABLES_BENCH_HUGE").is_some();
+    let mut args: Vec<String> = ["tables-bench", "--no-pci", "--no-telemetry", "-l", "0"]
+        .map(String::from)
+        .to_vec();
+    if huge {
+        args.push("--in-memory".into());
+    } else {
+        args.extend(["--no-huge", "--no-shconf", "-m", "2048"].map(String::from));
+    }
+    args.push("--log-level=lib.eal:error".into());
+    // No shared files either way, so runs can share the prefix.
+    args.push("--file-prefix=tables-bench".into());
+    let eal = Eal::init(&args).expect("EAL init");
     let ghz = eal.tsc_hz() as f64 / 1e9;
-    println!("# tables bench (TSC {ghz:.2} GHz, --no-huge)\n");
+    let pages = if huge {
+        "2 MiB hugepages"
+    } else {
+        "4 KiB pages (--no-huge)"
+    };
+    println!("# tables bench (TSC {ghz:.2} GHz, {pages})\n");
 
     ipv4(quick, ghz);
     ipv6(ghz);
@@ -91,23 +96,37 @@ struct RouteRow {
     table: &'static str,
     routes: usize,
     add: Duration,
+    /// ns per delete (of 1,000 routes, after the lookups).
+    delete_ns: f64,
     lookup_ns: f64,
     mem: usize,
 }
 
+/// Deletes 1,000 of the routes (spread over the list); ns per delete.
+fn delete_some<T: RouteTable>(t: &mut T, routes: &[(T::Addr, u8, u32)]) -> f64 {
+    let step = (routes.len() / 1000).max(1);
+    let victims: Vec<_> = routes.iter().step_by(step).take(1000).collect();
+    let start = Instant::now();
+    for &&(a, l, _) in &victims {
+        t.delete(a, l).expect("route delete");
+    }
+    start.elapsed().as_nanos() as f64 / victims.len() as f64
+}
+
 fn print_routes(title: &str, rows: &[RouteRow], ghz: f64) {
     println!("## {title}\n");
-    println!("| table | routes | load time | ns/add | cycles/add | ns/lookup (bulk 32) | memory (est.) |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| table | routes | load time | ns/add | cycles/add | ns/delete | ns/lookup (bulk 32) | memory (est.) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let per = r.add.as_nanos() as f64 / r.routes as f64;
         println!(
-            "| {} | {} | {} | {:.0} | {:.0} | {:.1} | {} MiB |",
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {} MiB |",
             r.table,
             r.routes,
             fmt_time(r.add),
             per,
             per * ghz,
+            r.delete_ns,
             r.lookup_ns,
             r.mem >> 20
         );
@@ -146,19 +165,28 @@ fn v4_traffic(routes: &[(u32, u8, u32)], rng: &mut SmallRng) -> Vec<u32> {
         .collect()
 }
 
+/// ns per lookup through [`RouteTable::lookup_bulk`], 32 at a time. The
+/// results are summed: a lookup whose result nobody reads lets the CPU run
+/// ahead into the next burst and looks cheaper than it is.
 fn bulk_u32<T: RouteTable<Addr = A>, A: Copy>(t: &T, addrs: &[A]) -> f64 {
     let mut out = [0u32; BURST];
     ns_per_item(addrs.len(), || {
+        let mut sum = 0u32;
         for c in addrs.chunks(BURST) {
             t.lookup_bulk(c, &mut out[..c.len()]);
-            black_box(&out);
+            sum = out[..c.len()].iter().fold(sum, |s, &x| s.wrapping_add(x));
         }
+        black_box(sum);
     })
 }
 
 fn ipv4(quick: bool, ghz: f64) {
     let mut rows = Vec::new();
-    let sizes: &[usize] = if quick { &[1_000, 100_000] } else { &[1_000, 1_000_000] };
+    let sizes: &[usize] = if quick {
+        &[1_000, 100_000]
+    } else {
+        &[1_000, 1_000_000]
+    };
     for &n in sizes {
         let mut rng = SmallRng::seed_from_u64(4);
         let routes = v4_routes(n, &mut rng);
@@ -171,37 +199,46 @@ fn ipv4(quick: bool, ghz: f64) {
         // ids, as the pipeline sees them).
         let mut raw = [0u64; BURST];
         let raw_ns = ns_per_item(traffic.len(), || {
+            let mut sum = 0u64;
             for c in traffic.chunks(BURST) {
                 fib.lookup_bulk(c, &mut raw[..c.len()]);
-                black_box(&raw);
+                sum = raw[..c.len()].iter().fold(sum, |s, &x| s.wrapping_add(x));
             }
+            black_box(sum);
         });
         let trait_ns = bulk_u32(&fib, &traffic);
+        let (len, mem) = (fib.len(), fib.memory_bytes());
+        let delete_ns = delete_some(&mut fib, &routes);
         rows.push(RouteRow {
-            table: "rte_fib DIR-24-8 (raw)",
-            routes: fib.len(),
+            table: "rte_fib (raw, u64 results)",
+            routes: len,
             add,
+            delete_ns,
             lookup_ns: raw_ns,
-            mem: fib.memory_bytes(),
+            mem,
         });
         rows.push(RouteRow {
-            table: "rte_fib via RouteTable",
-            routes: fib.len(),
+            table: "rte_fib via RouteTable (u32)",
+            routes: len,
             add,
+            delete_ns,
             lookup_ns: trait_ns,
-            mem: fib.memory_bytes(),
+            mem,
         });
         drop(fib);
 
         let mut lpm = Lpm4::new(cfg).expect("lpm4");
         let add = load(&mut lpm, &routes);
         let ns = bulk_u32(&lpm, &traffic);
+        let (len, mem) = (lpm.len(), lpm.memory_bytes());
+        let delete_ns = delete_some(&mut lpm, &routes);
         rows.push(RouteRow {
             table: "rte_lpm",
-            routes: lpm.len(),
+            routes: len,
             add,
+            delete_ns,
             lookup_ns: ns,
-            mem: lpm.memory_bytes(),
+            mem,
         });
     }
     print_routes("IPv4 routes", &rows, ghz);
@@ -257,24 +294,30 @@ fn ipv6(ghz: f64) {
         let mut fib = Fib6::new(cfg).expect("fib6");
         let add = load(&mut fib, &routes);
         let ns = bulk_u32(&fib, &traffic);
+        let (len, mem) = (fib.len(), fib.memory_bytes());
+        let delete_ns = delete_some(&mut fib, &routes);
         rows.push(RouteRow {
             table: "rte_fib6 trie",
-            routes: fib.len(),
+            routes: len,
             add,
+            delete_ns,
             lookup_ns: ns,
-            mem: fib.memory_bytes(),
+            mem,
         });
         drop(fib);
 
         let mut lpm = Lpm6::new(cfg).expect("lpm6");
         let add = load(&mut lpm, &routes);
         let ns = bulk_u32(&lpm, &traffic);
+        let (len, mem) = (lpm.len(), lpm.memory_bytes());
+        let delete_ns = delete_some(&mut lpm, &routes);
         rows.push(RouteRow {
             table: "rte_lpm6",
-            routes: lpm.len(),
+            routes: len,
             add,
+            delete_ns,
             lookup_ns: ns,
-            mem: lpm.memory_bytes(),
+            mem,
         });
     }
     print_routes("IPv6 routes", &rows, ghz);
@@ -285,41 +328,53 @@ fn ipv6(ghz: f64) {
 const SERVICES: [u16; 8] = [22, 25, 53, 80, 123, 443, 3306, 8080];
 
 fn acl_rules(n: usize, sites: &[u32], rng: &mut SmallRng) -> Vec<AclRule> {
+    // Mostly specific rules, as in a firewall with a default deny: hosts and
+    // subnets (/16–/32, some /8–/15), a protocol and a service port.
     let prefix = |rng: &mut SmallRng| {
-        let len = rng.gen_range(8..=32);
+        let len = if rng.gen_bool(0.9) {
+            rng.gen_range(16..=32)
+        } else {
+            rng.gen_range(8..=15)
+        };
         let a = sites[rng.gen_range(0..sites.len())] | (rng.gen::<u32>() & 0xffff);
         Prefix::v4(Ipv4Addr::from(a), len).unwrap()
     };
     (0..n)
         .map(|_| AclRule {
-            src: rng.gen_bool(0.6).then(|| prefix(rng)),
-            dst: rng.gen_bool(0.8).then(|| prefix(rng)),
-            proto: rng.gen_bool(0.85).then(|| if rng.gen_bool(0.7) { 6 } else { 17 }),
+            src: rng.gen_bool(0.7).then(|| prefix(rng)),
+            dst: rng.gen_bool(0.95).then(|| prefix(rng)),
+            proto: rng
+                .gen_bool(0.95)
+                .then(|| if rng.gen_bool(0.7) { 6 } else { 17 }),
             sport: match rng.gen_range(0..20) {
-                0..17 => (0, u16::MAX),
-                17..19 => (1024, u16::MAX),
+                0..18 => (0, u16::MAX),
+                18 => (1024, u16::MAX),
                 _ => {
                     let p = SERVICES[rng.gen_range(0..SERVICES.len())];
                     (p, p)
                 }
             },
             dport: match rng.gen_range(0..20) {
-                0..10 => {
+                0..12 => {
                     let p = SERVICES[rng.gen_range(0..SERVICES.len())];
                     (p, p)
                 }
-                10..13 => {
-                    let p = rng.gen::<u16>();
+                12..16 => {
+                    let p = rng.gen_range(1..50000);
                     (p, p)
                 }
-                13..16 => {
+                16..18 => {
                     let lo = rng.gen_range(1024..60000);
                     (lo, lo + rng.gen_range(1..5000))
                 }
                 _ => (0, u16::MAX),
             },
             vlan: rng.gen_bool(0.05).then(|| rng.gen_range(1..16)),
-            action: if rng.gen_bool(0.5) { AclAction::Allow } else { AclAction::Deny },
+            action: if rng.gen_bool(0.5) {
+                AclAction::Allow
+            } else {
+                AclAction::Deny
+            },
         })
         .collect()
 }
@@ -366,7 +421,9 @@ fn acl_traffic(rules: &[AclRule], sites: &[u32], n: usize, rng: &mut SmallRng) -
 
 fn acl() {
     println!("## ACL (IPv4, first match wins)\n");
-    println!("| rules | build | rte_acl ns/pkt (bulk 32) | linear scan ns/pkt | speed-up | matched |");
+    println!(
+        "| rules | build | rte_acl ns/pkt (bulk 32) | linear scan ns/pkt | speed-up | matched |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|");
     for &n in &[10usize, 1_000, 10_000] {
         let mut rng = SmallRng::seed_from_u64(10);
@@ -380,10 +437,12 @@ fn acl() {
         let refs: Vec<&FlowKey> = keys.iter().collect();
         let mut out = [0u32; BURST];
         let acl_ns = ns_per_item(refs.len(), || {
+            let mut sum = 0u32;
             for c in refs.chunks(BURST) {
                 table.classify_v4(c, &mut out[..c.len()]);
-                black_box(&out);
+                sum = out[..c.len()].iter().fold(sum, |s, &x| s.wrapping_add(x));
             }
+            black_box(sum);
         });
         // The scan costs ~rules × a few ns per packet: time a slice of the
         // traffic big enough to measure.
@@ -398,7 +457,11 @@ fn acl() {
         table.classify_v4(&refs[..m], &mut res);
         let mut hits = 0;
         for (k, &r) in keys[..m].iter().zip(&res) {
-            assert_eq!(r, table.classify_naive(k, false), "rte_acl disagrees with the scan");
+            assert_eq!(
+                r,
+                table.classify_naive(k, false),
+                "rte_acl disagrees with the scan"
+            );
             hits += usize::from(r != AclTable::NONE);
         }
         println!(

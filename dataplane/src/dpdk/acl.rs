@@ -132,8 +132,8 @@ fn def(type_: u32, size: u8, field_index: u8, input_index: u8, offset: u32) -> r
 
 /// Field definitions for `family`, in field-index order (see the module doc).
 fn field_defs(family: AclFamily) -> Vec<rte_acl_field_def> {
-    use dpdk_sys::{RTE_ACL_FIELD_TYPE_BITMASK as BITMASK, RTE_ACL_FIELD_TYPE_MASK as MASK};
     use dpdk_sys::RTE_ACL_FIELD_TYPE_RANGE as RANGE;
+    use dpdk_sys::{RTE_ACL_FIELD_TYPE_BITMASK as BITMASK, RTE_ACL_FIELD_TYPE_MASK as MASK};
     let mut d = vec![
         def(BITMASK, 1, 0, 0, FlowKey::OFF_PROTO),
         def(MASK, 2, 1, 1, FlowKey::OFF_PROTO),
@@ -154,6 +154,11 @@ fn field_defs(family: AclFamily) -> Vec<rte_acl_field_def> {
     debug_assert_eq!(d.len(), family.fields());
     d
 }
+
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "acl_field sets the narrow union members through the u64 one"
+);
 
 fn acl_field(value: u64, mask_range: u64) -> rte_acl_field {
     // Little-endian: writing the u64 member sets the u8/u16/u32 members too,
@@ -179,7 +184,12 @@ fn encode<const N: usize>(family: AclFamily, f: &AclFields, data: rte_acl_rule_d
     for (k, (addr, len)) in [f.src, f.dst].into_iter().enumerate() {
         let addr = mask6(addr, len);
         for w in 0..words / 2 {
-            let v = u32::from_be_bytes([addr[4 * w], addr[4 * w + 1], addr[4 * w + 2], addr[4 * w + 3]]);
+            let v = u32::from_be_bytes([
+                addr[4 * w],
+                addr[4 * w + 1],
+                addr[4 * w + 2],
+                addr[4 * w + 3],
+            ]);
             let bits = i32::from(len) - 32 * w as i32;
             field[5 + k * (words / 2) + w] = acl_field(u64::from(v), bits.clamp(0, 32) as u64);
         }
@@ -273,9 +283,16 @@ impl AclContext {
     /// Adds a rule. `priority` in `1..=MAX_PRIORITY` (the highest matching
     /// rule wins); `userdata` non-zero (it is what classification returns).
     /// Fails after [`AclContext::build`].
-    pub fn add_rule(&mut self, f: &AclFields, priority: i32, userdata: u32) -> Result<(), DpdkError> {
+    pub fn add_rule(
+        &mut self,
+        f: &AclFields,
+        priority: i32,
+        userdata: u32,
+    ) -> Result<(), DpdkError> {
         if self.built {
-            return Err(DpdkError::Invalid("rte_acl_add_rules: context already built".into()));
+            return Err(DpdkError::Invalid(
+                "rte_acl_add_rules: context already built".into(),
+            ));
         }
         if !(1..=Self::MAX_PRIORITY).contains(&priority) {
             return Err(DpdkError::Invalid(format!(
@@ -284,7 +301,9 @@ impl AclContext {
             )));
         }
         if userdata == 0 {
-            return Err(DpdkError::Invalid("rte_acl_add_rules: userdata 0 means no match".into()));
+            return Err(DpdkError::Invalid(
+                "rte_acl_add_rules: userdata 0 means no match".into(),
+            ));
         }
         let bits = self.family.addr_bits();
         if f.src.1 > bits || f.dst.1 > bits {
@@ -313,12 +332,24 @@ impl AclContext {
                 let r: RawRule<V4_FIELDS> = encode(self.family, f, data);
                 // SAFETY: r is laid out as RTE_ACL_RULE_DEF(, V4_FIELDS) and the
                 // context was created with that rule size; DPDK copies it.
-                unsafe { dpdk_sys::rte_acl_add_rules(self.raw.as_ptr(), (&r as *const RawRule<V4_FIELDS>).cast(), 1) }
+                unsafe {
+                    dpdk_sys::rte_acl_add_rules(
+                        self.raw.as_ptr(),
+                        (&r as *const RawRule<V4_FIELDS>).cast(),
+                        1,
+                    )
+                }
             }
             AclFamily::Ipv6 => {
                 let r: RawRule<V6_FIELDS> = encode(self.family, f, data);
                 // SAFETY: as above, with the IPv6 rule size.
-                unsafe { dpdk_sys::rte_acl_add_rules(self.raw.as_ptr(), (&r as *const RawRule<V6_FIELDS>).cast(), 1) }
+                unsafe {
+                    dpdk_sys::rte_acl_add_rules(
+                        self.raw.as_ptr(),
+                        (&r as *const RawRule<V6_FIELDS>).cast(),
+                        1,
+                    )
+                }
             }
         };
         error::check("rte_acl_add_rules", rc)?;
@@ -330,7 +361,9 @@ impl AclContext {
     /// already: a context is built once and then only read.
     pub fn build(&mut self) -> Result<(), DpdkError> {
         if self.built {
-            return Err(DpdkError::Invalid("rte_acl_build: context already built".into()));
+            return Err(DpdkError::Invalid(
+                "rte_acl_build: context already built".into(),
+            ));
         }
         if self.rules == 0 {
             return Err(DpdkError::Invalid("rte_acl_build: no rules".into()));
@@ -359,7 +392,10 @@ impl AclContext {
     /// If `results` is shorter than `keys`.
     #[inline]
     pub fn classify(&self, keys: &[&FlowKey], results: &mut [u32]) -> Result<(), DpdkError> {
-        assert!(results.len() >= keys.len(), "classify: results shorter than keys");
+        assert!(
+            results.len() >= keys.len(),
+            "classify: results shorter than keys"
+        );
         assert!(keys.len() <= u32::MAX as usize, "classify: too many keys");
         if !self.built {
             return Err(not_built());
@@ -433,14 +469,22 @@ mod tests {
             let last = d.last().unwrap().input_index;
             for i in 1..=last {
                 let g: Vec<_> = d.iter().filter(|f| f.input_index == i).collect();
-                assert_eq!(g.iter().map(|f| u32::from(f.size)).sum::<u32>(), 4, "input {i}");
+                assert_eq!(
+                    g.iter().map(|f| u32::from(f.size)).sum::<u32>(),
+                    4,
+                    "input {i}"
+                );
                 let mut off = g[0].offset;
                 for f in g {
                     assert_eq!(f.offset, off);
                     off += u32::from(f.size);
                 }
             }
-            let end = d.iter().map(|f| f.offset as usize + f.size as usize).max().unwrap();
+            let end = d
+                .iter()
+                .map(|f| f.offset as usize + f.size as usize)
+                .max()
+                .unwrap();
             assert_eq!(end, fam.key_len());
             assert!(end <= std::mem::size_of::<FlowKey>());
         }
@@ -496,7 +540,10 @@ mod tests {
             proto: 17,
             ..Default::default()
         };
-        k.src = "2001:db8:aaff::1".parse::<std::net::Ipv6Addr>().unwrap().octets();
+        k.src = "2001:db8:aaff::1"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets();
         let mut miss = k;
         miss.src[4] = 0xab; // 2001:db8:abff::1: outside the /40
         let mut res = [0u32; 2];

@@ -10,9 +10,16 @@
 //! DPDK, and next hops are checked against what each table can store.
 //!
 //! Every table also counts its routes and estimates its memory from its
-//! configuration (see each `memory_bytes`): the estimate is of what DPDK
-//! allocates at creation, which does not grow with the routes added.
+//! configuration (see each `memory_bytes`): mostly what DPDK allocates at
+//! creation, which does not grow with the routes added.
+//!
+//! rte_lpm and rte_lpm6 have no /0 rule, and DPDK 22.11's DIR-24-8 mishandles
+//! /0 and other prefixes that end at 255.255.255.255, so [`Lpm4`], [`Lpm6`]
+//! and [`Fib4`] keep the default route themselves and apply it to misses.
+//! [`Fib4`] also works around two more DIR-24-8 bugs (see its doc); the
+//! proptests below check all four tables against a linear scan.
 use super::error::{self, DpdkError};
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,9 +123,7 @@ fn check_depth(call: &str, depth: u8, max: u8) -> Result<(), DpdkError> {
 
 fn check_nh(call: &str, nh: u32, max: u32) -> Result<(), DpdkError> {
     if nh > max {
-        return Err(DpdkError::Invalid(format!(
-            "{call}: next hop {nh} > {max}"
-        )));
+        return Err(DpdkError::Invalid(format!("{call}: next hop {nh} > {max}")));
     }
     Ok(())
 }
@@ -247,7 +252,13 @@ impl Fib4 {
             // SAFETY: the RIB is live and not modified during the walk; node
             // is NULL or the node the previous call returned.
             node = unsafe {
-                dpdk_sys::rte_rib_get_nxt(rib, ip, depth, node, dpdk_sys::RTE_RIB_GET_NXT_ALL as i32)
+                dpdk_sys::rte_rib_get_nxt(
+                    rib,
+                    ip,
+                    depth,
+                    node,
+                    dpdk_sys::RTE_RIB_GET_NXT_ALL as i32,
+                )
             };
             if node.is_null() {
                 return out;
@@ -431,7 +442,10 @@ impl Drop for Fib4 {
 pub struct Lpm4 {
     raw: NonNull<dpdk_sys::rte_lpm>,
     cfg: LpmConfig,
-    routes: usize,
+    /// The routes (masked prefix, length) other than /0. rte_lpm's own
+    /// `is_rule_present` scans every rule of that length, which would double
+    /// the O(n) cost of each add just to keep the count.
+    routes: HashSet<(u32, u8)>,
     default_nh: Option<u32>,
 }
 
@@ -461,7 +475,7 @@ impl Lpm4 {
         Ok(Lpm4 {
             raw,
             cfg,
-            routes: 0,
+            routes: HashSet::new(),
             default_nh: None,
         })
     }
@@ -470,10 +484,7 @@ impl Lpm4 {
         if depth == 0 {
             return self.default_nh.is_some();
         }
-        let mut nh = 0u32;
-        // SAFETY: raw is a live lpm; is_rule_present only reads the rules
-        // (the prototype is not const) and writes nh, a local.
-        unsafe { dpdk_sys::rte_lpm_is_rule_present(self.raw.as_ptr(), masked, depth, &mut nh) == 1 }
+        self.routes.contains(&(masked, depth))
     }
 
     /// Adds `prefix/depth -> nh`, replacing the next hop of an existing route.
@@ -481,15 +492,14 @@ impl Lpm4 {
         check_depth("rte_lpm_add", depth, 32)?;
         check_nh("rte_lpm_add", nh, Self::MAX_NEXTHOP)?;
         let ip = mask4(prefix, depth);
-        let new = !self.contains(ip, depth);
         if depth == 0 {
             self.default_nh = Some(nh);
         } else {
             // SAFETY: raw is a live lpm and we hold &mut self: no lookup runs.
             let rc = unsafe { dpdk_sys::rte_lpm_add(self.raw.as_ptr(), ip, depth, nh) };
             error::check("rte_lpm_add", rc)?;
+            self.routes.insert((ip, depth));
         }
-        self.routes += usize::from(new);
         Ok(())
     }
 
@@ -506,8 +516,8 @@ impl Lpm4 {
             // SAFETY: raw is a live lpm and we hold &mut self: no lookup runs.
             let rc = unsafe { dpdk_sys::rte_lpm_delete(self.raw.as_ptr(), ip, depth) };
             error::check("rte_lpm_delete", rc)?;
+            self.routes.remove(&(ip, depth));
         }
-        self.routes -= 1;
         Ok(true)
     }
 
@@ -550,23 +560,25 @@ impl Lpm4 {
     }
 
     pub fn len(&self) -> usize {
-        self.routes
+        self.routes.len() + usize::from(self.default_nh.is_some())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.routes == 0
+        self.len() == 0
     }
 
     pub fn config(&self) -> LpmConfig {
         self.cfg
     }
 
-    /// Estimated bytes allocated at creation: tbl24 (2^24 × 4 B) + tbl8
-    /// groups (num_tbl8 × 256 × 4 B) + the rule array (max_routes × 8 B).
+    /// Estimated bytes: tbl24 (2^24 × 4 B) + tbl8 groups (num_tbl8 × 256 ×
+    /// 4 B) + the rule array (max_routes × 8 B), allocated at creation, plus
+    /// the route set here (capacity × 9 B: 8-byte entry, 1 control byte).
     pub fn memory_bytes(&self) -> usize {
         TBL24_ENTRIES * 4
             + self.cfg.num_tbl8 as usize * TBL8_GROUP_ENTRIES * 4
             + self.cfg.max_routes as usize * 8
+            + self.routes.capacity() * 9
     }
 }
 
@@ -628,7 +640,8 @@ impl Fib6 {
         // only read; masked points to 16 readable bytes.
         unsafe {
             let rib = dpdk_sys::rte_fib6_get_rib(self.raw.as_ptr());
-            !rib.is_null() && !dpdk_sys::rte_rib6_lookup_exact(rib, masked.as_ptr(), depth).is_null()
+            !rib.is_null()
+                && !dpdk_sys::rte_rib6_lookup_exact(rib, masked.as_ptr(), depth).is_null()
         }
     }
 
@@ -643,9 +656,8 @@ impl Fib6 {
         }
         // SAFETY: raw is a live fib6, we hold &mut self (no lookup runs); ip
         // is 16 readable bytes.
-        let rc = unsafe {
-            dpdk_sys::rte_fib6_add(self.raw.as_ptr(), ip.as_ptr(), depth, u64::from(nh))
-        };
+        let rc =
+            unsafe { dpdk_sys::rte_fib6_add(self.raw.as_ptr(), ip.as_ptr(), depth, u64::from(nh)) };
         error::check("rte_fib6_add", rc)?;
         self.routes += usize::from(new);
         Ok(())
@@ -945,7 +957,11 @@ mod tests {
     #[test]
     fn bad_configs_are_errors() {
         let _g = test_lock();
-        for cfg in [LpmConfig::new(0, 16), LpmConfig::new(16, 0), LpmConfig::new(u32::MAX, 16)] {
+        for cfg in [
+            LpmConfig::new(0, 16),
+            LpmConfig::new(16, 0),
+            LpmConfig::new(u32::MAX, 16),
+        ] {
             assert!(Fib4::new(cfg).is_err());
             assert!(Lpm4::new(cfg).is_err());
             assert!(Fib6::new(cfg).is_err());
@@ -987,8 +1003,18 @@ mod tests {
         f.add(0, 25, 7).unwrap();
         f.add(0, 0, 8).unwrap();
         let probe = |f: &Fib4| {
-            [0, 0x80, 0x0a00_0001, 0x8000_0000, 0xf000_0000, 0xffff_fe01, 0xffff_ff01, 0xffff_ff81, 0xffff_ffff]
-                .map(|a| f.lookup(a))
+            [
+                0,
+                0x80,
+                0x0a00_0001,
+                0x8000_0000,
+                0xf000_0000,
+                0xffff_fe01,
+                0xffff_ff01,
+                0xffff_ff81,
+                0xffff_ffff,
+            ]
+            .map(|a| f.lookup(a))
         };
         assert_eq!(probe(&f), [7, 8, 8, 4, 6, 6, 1, 2, 5].map(Some));
         f.delete(0xf000_0000, 4).unwrap();
@@ -996,7 +1022,17 @@ mod tests {
         f.add(0x8000_0000, 1, 9).unwrap();
         assert_eq!(
             probe(&f),
-            [Some(7), None, None, Some(9), Some(9), Some(9), Some(1), Some(2), Some(5)]
+            [
+                Some(7),
+                None,
+                None,
+                Some(9),
+                Some(9),
+                Some(9),
+                Some(1),
+                Some(2),
+                Some(5)
+            ]
         );
         assert_eq!(f.len(), 6);
     }
@@ -1020,6 +1056,26 @@ mod tests {
         assert_eq!(f.lookup(0x0b00_1f01), Some(2));
     }
 
+    /// The same churn on rte_fib6, whose trie keeps a similar tbl8 count.
+    #[test]
+    fn fib6_same_nexthop_long_routes_keep_fitting() {
+        let _g = test_lock();
+        // The /32 takes 1 tbl8 group, each /48 below 2 more: 81 of 128.
+        let mut f = Fib6::new(LpmConfig::new(64, 128)).unwrap();
+        let base = 0x2001_0db8u128 << 96;
+        f.add(base.to_be_bytes(), 32, 1).unwrap();
+        for i in 0..300u128 {
+            let p = (base | (i << 64)).to_be_bytes();
+            f.add(p, 64, 1).unwrap();
+            assert!(f.delete(p, 64).unwrap());
+        }
+        // 40 routes in distinct /40s: each needs fresh tbl8 groups.
+        for i in 0..40u128 {
+            f.add((base | (i << 88)).to_be_bytes(), 48, 2).unwrap();
+        }
+        assert_eq!(f.lookup((base | (39 << 88) | 5).to_be_bytes()), Some(2));
+    }
+
     // --- proptest: each backend against the linear scan --------------------
 
     /// Operations on a table: add (prefix, len, nh) or delete (prefix, len).
@@ -1033,7 +1089,20 @@ mod tests {
         // A few shared leading bytes make prefixes overlap and nest.
         prop_oneof![
             any::<u32>(),
-            (prop::sample::select(&[0x0a00_0000u32, 0x0a01_0000, 0xc0a8_0100, 0, 0xffff_ff00, 0xffff_fe00, 0x8000_0000][..]), any::<u16>())
+            (
+                prop::sample::select(
+                    &[
+                        0x0a00_0000u32,
+                        0x0a01_0000,
+                        0xc0a8_0100,
+                        0,
+                        0xffff_ff00,
+                        0xffff_fe00,
+                        0x8000_0000
+                    ][..]
+                ),
+                any::<u16>()
+            )
                 .prop_map(|(b, r)| b | u32::from(r & 0x3ff)),
         ]
     }
@@ -1046,7 +1115,16 @@ mod tests {
         prop_oneof![
             any::<u128>(),
             (
-                prop::sample::select(&[0x2001_0db8u128 << 96, (0x2001_0db8_0001u128) << 80, 0xfd00u128 << 112, 0, u128::MAX << 32, 1 << 127][..]),
+                prop::sample::select(
+                    &[
+                        0x2001_0db8u128 << 96,
+                        (0x2001_0db8_0001u128) << 80,
+                        0xfd00u128 << 112,
+                        0,
+                        u128::MAX << 32,
+                        1 << 127
+                    ][..]
+                ),
                 any::<u64>()
             )
                 .prop_map(|(b, r)| b | u128::from(r & 0xffff_ffff) | (u128::from(r >> 48) << 64)),
@@ -1055,7 +1133,14 @@ mod tests {
     }
 
     fn v6_len() -> impl Strategy<Value = u8> + Clone {
-        prop_oneof![Just(0u8), Just(128), Just(24), Just(48), Just(64), 0u8..=128]
+        prop_oneof![
+            Just(0u8),
+            Just(128),
+            Just(24),
+            Just(48),
+            Just(64),
+            0u8..=128
+        ]
     }
 
     fn ops<A: std::fmt::Debug + Clone>(
@@ -1085,7 +1170,9 @@ mod tests {
         for (i, op) in ops.iter().enumerate() {
             match *op {
                 Op::Add(a, l, nh) => {
-                    table.add(a, l, nh).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    table
+                        .add(a, l, nh)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     oracle.add(a, l, nh).unwrap();
                     targets.push(a);
                     targets.push(host_bits(a, l, i as u64));
@@ -1097,7 +1184,9 @@ mod tests {
                         Some(&(p, pl, _)) if i % 2 == 0 => (p, pl),
                         _ => (a, l),
                     };
-                    let got = table.delete(a, l).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    let got = table
+                        .delete(a, l)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     prop_assert_eq!(got, oracle.delete(a, l).unwrap(), "delete {:?}/{}", a, l);
                 }
             }

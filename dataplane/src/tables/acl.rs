@@ -192,7 +192,10 @@ impl AclTable {
 
     #[inline]
     fn classify_family(ctx: Option<&AclContext>, keys: &[&FlowKey], out: &mut [u32]) {
-        assert!(out.len() >= keys.len(), "classify: output shorter than keys");
+        assert!(
+            out.len() >= keys.len(),
+            "classify: output shorter than keys"
+        );
         let out = &mut out[..keys.len()];
         match ctx {
             None => out.fill(Self::NONE),
@@ -361,7 +364,10 @@ mod tests {
             sport: (100, 99),
             ..AclRule::any(AclAction::Allow)
         };
-        let e = AclTable::build(vec![AclRule::any(AclAction::Deny), backwards], AclAction::Deny);
+        let e = AclTable::build(
+            vec![AclRule::any(AclAction::Deny), backwards],
+            AclAction::Deny,
+        );
         assert!(e.err().unwrap().to_string().contains("rule 1"));
     }
 
@@ -377,13 +383,30 @@ mod tests {
     const PORTS: [u16; 7] = [0, 22, 53, 80, 443, 1024, 65535];
 
     fn prefix(v6: bool) -> impl Strategy<Value = Prefix> {
-        let len = prop_oneof![Just(0u8), 1u8..=128, Just(8), Just(16), Just(24), Just(32), Just(64), Just(128)];
+        let len = prop_oneof![
+            Just(0u8),
+            1u8..=128,
+            Just(8),
+            Just(16),
+            Just(24),
+            Just(32),
+            Just(64),
+            Just(128)
+        ];
         (0usize..4, any::<u128>(), len, any::<bool>()).prop_map(move |(b, rnd, len, random)| {
             if v6 {
-                let base = if random { rnd } else { BASES6[b % 3] | (rnd & 0xffff_ffff) };
+                let base = if random {
+                    rnd
+                } else {
+                    BASES6[b % 3] | (rnd & 0xffff_ffff)
+                };
                 Prefix::v6(Ipv6Addr::from(base), len).unwrap()
             } else {
-                let base = if random { rnd as u32 } else { u32::from_be_bytes(BASES4[b]) | (rnd as u32 & 0xff) };
+                let base = if random {
+                    rnd as u32
+                } else {
+                    u32::from_be_bytes(BASES4[b]) | (rnd as u32 & 0xff)
+                };
                 Prefix::v4(Ipv4Addr::from(base), len % 33).unwrap()
             }
         })
@@ -418,7 +441,11 @@ mod tests {
                     sport,
                     dport,
                     vlan,
-                    action: if deny { AclAction::Deny } else { AclAction::Allow },
+                    action: if deny {
+                        AclAction::Deny
+                    } else {
+                        AclAction::Allow
+                    },
                 })
         })
     }
@@ -434,7 +461,11 @@ mod tests {
                     let len = u32::from(p.prefix_len());
                     if v6 {
                         let net = u128::from_be_bytes(p.key_bytes());
-                        let hm = if len == 0 { u128::MAX } else { u128::MAX.checked_shr(len).unwrap_or(0) };
+                        let hm = if len == 0 {
+                            u128::MAX
+                        } else {
+                            u128::MAX.checked_shr(len).unwrap_or(0)
+                        };
                         (net | (host & hm)).to_be_bytes()
                     } else {
                         let net = u32::from_be_bytes(p.key_bytes()[..4].try_into().unwrap());
@@ -481,13 +512,19 @@ mod tests {
         k
     }
 
-    fn check_family(rules: Vec<AclRule>, seeds: &[(prop::sample::Index, u128, bool)], v6: bool) -> Result<(), TestCaseError> {
+    fn check_family(
+        rules: Vec<AclRule>,
+        seeds: &[(prop::sample::Index, u128, bool)],
+        v6: bool,
+    ) -> Result<(), TestCaseError> {
         let _g = test_lock();
-        let t = AclTable::build(rules, AclAction::Deny).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let t = AclTable::build(rules, AclAction::Deny)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let keys: Vec<FlowKey> = seeds
             .iter()
             .map(|(i, rnd, targeted)| {
-                let r = (*targeted && !t.rules().is_empty()).then(|| &t.rules()[i.index(t.rules().len())]);
+                let r = (*targeted && !t.rules().is_empty())
+                    .then(|| &t.rules()[i.index(t.rules().len())]);
                 packet_near(r, v6, *rnd)
             })
             .collect();
@@ -511,7 +548,14 @@ mod tests {
     }
 
     fn seeds() -> impl Strategy<Value = Vec<(prop::sample::Index, u128, bool)>> {
-        prop::collection::vec((any::<prop::sample::Index>(), any::<u128>(), prop::bool::weighted(0.8)), 1..100)
+        prop::collection::vec(
+            (
+                any::<prop::sample::Index>(),
+                any::<u128>(),
+                prop::bool::weighted(0.8),
+            ),
+            1..100,
+        )
     }
 
     proptest! {

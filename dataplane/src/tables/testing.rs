@@ -10,16 +10,17 @@
 use crate::dpdk::Eal;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-/// The arguments [`test_eal`] starts EAL with, plus a per-process
-/// `--file-prefix`. `--in-memory` would be the natural choice, but DPDK 22.11
-/// refuses it with `--no-huge` (which implies legacy memory mode);
-/// `--no-shconf` (no shared config file, no multi-process IPC) plus a unique
-/// file prefix keeps concurrent test processes apart just as well.
-pub const TEST_EAL_ARGS: [&str; 12] = [
+/// The arguments [`test_eal`] starts EAL with. `--in-memory` would be the
+/// natural choice, but DPDK 22.11 refuses it with `--no-huge` (which implies
+/// legacy memory mode); `--no-shconf` (no shared config file to lock, no
+/// multi-process IPC) keeps concurrent test processes apart just as well, so
+/// they can all share one file prefix.
+pub const TEST_EAL_ARGS: [&str; 13] = [
     "tables-test",
     "--no-huge",
     "--no-pci",
     "--no-shconf",
+    "--file-prefix=tables-test",
     "-m",
     "512",
     "--no-telemetry",
@@ -37,13 +38,9 @@ pub const TEST_EAL_ARGS: [&str; 12] = [
 /// called [`Eal::init`]: tests that need EAL must all come through here.
 pub fn test_eal() -> &'static Eal {
     static EAL: OnceLock<Eal> = OnceLock::new();
-    EAL.get_or_init(|| {
-        let mut args: Vec<String> = TEST_EAL_ARGS.iter().map(|s| s.to_string()).collect();
-        args.push(format!("--file-prefix=tables-test-{}", std::process::id()));
-        match Eal::init(&args) {
-            Ok(eal) => eal,
-            Err(e) => panic!("test EAL: {e}"),
-        }
+    EAL.get_or_init(|| match Eal::init(&TEST_EAL_ARGS) {
+        Ok(eal) => eal,
+        Err(e) => panic!("test EAL: {e}"),
     })
 }
 

@@ -165,6 +165,27 @@ impl Drop for Eal {
     }
 }
 
+/// Runs `f` with an lcore id on the calling thread. Some DPDK calls index
+/// per-lcore arrays by `rte_lcore_id()` (rte_hash's multi-writer add, for
+/// one) and would read out of bounds on a thread EAL did not start; such a
+/// thread is registered with EAL for the call. EAL must be initialised.
+pub fn with_lcore_id<R>(f: impl FnOnce() -> R) -> R {
+    const LCORE_ID_ANY: u32 = u32::MAX;
+    // SAFETY: reads a thread-local through the shim.
+    if unsafe { dpdk_sys::shim_rte_lcore_id() } != LCORE_ID_ANY {
+        return f();
+    }
+    // SAFETY: EAL is initialised (caller's contract); registering gives this
+    // thread a free lcore id until it is unregistered below.
+    let registered = unsafe { dpdk_sys::rte_thread_register() } == 0;
+    let r = f();
+    if registered {
+        // SAFETY: this thread registered above.
+        unsafe { dpdk_sys::rte_thread_unregister() };
+    }
+    r
+}
+
 /// Removes `<prefix>map_*` files from every hugetlbfs mount.
 fn remove_hugepage_files(prefix: &str) {
     let Ok(mounts) = std::fs::read_to_string("/proc/mounts") else {

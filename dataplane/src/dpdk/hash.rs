@@ -54,16 +54,21 @@ impl<const K: usize> Hash<K> {
     }
 
     /// Inserts or updates `key` → `value` (atomic for concurrent readers).
+    /// Callable from any thread: multi-writer add keeps per-lcore free-slot
+    /// caches, so a thread without an lcore id gets one for the call.
     pub fn insert(&self, key: &[u8; K], value: u64) -> Result<(), DpdkError> {
-        // SAFETY: key points to K readable bytes; the value travels as the
-        // pointer-sized data word and is never dereferenced.
-        let rc = unsafe {
-            dpdk_sys::rte_hash_add_key_data(
-                self.raw.as_ptr(),
-                key.as_ptr() as *const c_void,
-                value as usize as *mut c_void,
-            )
-        };
+        let rc = super::eal::with_lcore_id(|| {
+            // SAFETY: key points to K readable bytes; the value travels as
+            // the pointer-sized data word and is never dereferenced; the
+            // calling thread has an lcore id (with_lcore_id).
+            unsafe {
+                dpdk_sys::rte_hash_add_key_data(
+                    self.raw.as_ptr(),
+                    key.as_ptr() as *const c_void,
+                    value as usize as *mut c_void,
+                )
+            }
+        });
         error::check("rte_hash_add_key_data", rc).map(|_| ())
     }
 

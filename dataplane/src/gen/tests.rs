@@ -730,10 +730,10 @@ fn run_writes_pcap_summary_and_corpus() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// `cargo test --release -p dataplane gen::tests::million -- --ignored`
+/// A million frames generate and serialise (functional; how long it takes
+/// is printed, not asserted: speed belongs in benchmarks).
 #[test]
-#[ignore = "timing; run in release"]
-fn million_64_byte_frames_quickly() {
+fn million_64_byte_frames() {
     let a = with(|a| {
         a.count = 1_000_000;
         a.flows = 1024;
@@ -742,12 +742,15 @@ fn million_64_byte_frames_quickly() {
     let frames = generate(&a).unwrap();
     let gen = start.elapsed();
     let bytes = write_pcap_to(Vec::with_capacity(100 << 20), &frames).unwrap();
-    let total = start.elapsed();
-    println!("generate {gen:?}, + pcap {total:?} ({} bytes)", bytes.len());
+    println!(
+        "generate {gen:?}, + pcap {:?} ({} bytes)",
+        start.elapsed(),
+        bytes.len()
+    );
     assert_eq!(frames.len(), 1_000_000);
-    if !cfg!(debug_assertions) {
-        assert!(total.as_secs_f64() < 2.0, "{total:?}");
-    }
+    assert!(frames.iter().all(|f| f.len() == 64));
+    // pcap: 24-byte file header, then 16 bytes + 64 per record.
+    assert_eq!(bytes.len(), 24 + 1_000_000 * (16 + 64));
 }
 
 mod prop {

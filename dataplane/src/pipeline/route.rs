@@ -19,7 +19,6 @@ use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::{NextHop, NhKind, Routing};
 use crate::tables::{RouteTable, MISS};
-use crate::wire::checksum;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -117,21 +116,22 @@ impl RouteStage {
             }
         }
         let mut res = [MISS; BURST_SIZE];
+        let slots = pkts.slots_mut();
         if n4 != 0 {
             r.v4.lookup_bulk(&a4[..n4], &mut res[..n4]);
-            for j in 0..n4 {
-                let i = i4[j] as usize;
-                if let Some(p) = pkts.get_mut(i) {
-                    meta[i].verdict = forward(r, limiter, p, &mut meta[i], res[j], false, ctx);
+            for (&i, &val) in i4[..n4].iter().zip(&res[..n4]) {
+                let i = i as usize;
+                if let Some(p) = slots[i].as_mut() {
+                    meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, false, ctx);
                 }
             }
         }
         if n6 != 0 {
             r.v6.lookup_bulk(&a6[..n6], &mut res[..n6]);
-            for j in 0..n6 {
-                let i = i6[j] as usize;
-                if let Some(p) = pkts.get_mut(i) {
-                    meta[i].verdict = forward(r, limiter, p, &mut meta[i], res[j], true, ctx);
+            for (&i, &val) in i6[..n6].iter().zip(&res[..n6]) {
+                let i = i as usize;
+                if let Some(p) = slots[i].as_mut() {
+                    meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, true, ctx);
                 }
             }
         }
@@ -179,29 +179,42 @@ fn forward<P: PacketBuf>(
         };
         return local::solicit(pkt, nh.port, target, r, ctx);
     };
-    let port = &r.ports[nh.port as usize];
     let data = pkt.data_mut();
-    let l3_len = if v6 {
-        40 + u16::from_be_bytes([data[l3 + 4], data[l3 + 5]]) as usize
-    } else {
-        u16::from_be_bytes([data[l3 + 2], data[l3 + 3]]) as usize
-    };
-    if l3_len > port.mtu as usize {
-        return Verdict::Drop(DropReason::TooBig);
-    }
     if v6 {
-        data[ttl_at] -= 1;
+        let Some(ip) = data.get_mut(l3..l3 + 40) else {
+            return Verdict::Drop(DropReason::Truncated);
+        };
+        if 40 + u32::from(u16::from_be_bytes([ip[4], ip[5]])) > u32::from(nh.mtu) {
+            return Verdict::Drop(DropReason::TooBig);
+        }
+        ip[7] -= 1;
     } else {
-        // TTL is the high byte of the 16-bit word at offset 8.
-        let old = u16::from_be_bytes([data[ttl_at], data[ttl_at + 1]]);
-        data[ttl_at] -= 1;
-        let new = old - 0x0100;
-        let c = u16::from_be_bytes([data[l3 + 10], data[l3 + 11]]);
-        data[l3 + 10..l3 + 12].copy_from_slice(&checksum::update_u16(c, old, new).to_be_bytes());
+        let Some(ip) = data.get_mut(l3..l3 + 20) else {
+            return Verdict::Drop(DropReason::Truncated);
+        };
+        if u16::from_be_bytes([ip[2], ip[3]]) > nh.mtu {
+            return Verdict::Drop(DropReason::TooBig);
+        }
+        decrement_ttl_v4(ip);
     }
-    data[..6].copy_from_slice(&dst_mac);
-    data[6..12].copy_from_slice(&port.mac);
+    let mut l2 = [0u8; 12];
+    l2[..6].copy_from_slice(&dst_mac);
+    l2[6..].copy_from_slice(&nh.port_mac);
+    data[..12].copy_from_slice(&l2);
     Verdict::Tx(nh.port)
+}
+
+/// Takes one off an IPv4 header's TTL and patches its checksum. TTL is the
+/// high byte of the 16-bit word at offset 8, so the checksum gains 0x0100
+/// (RFC 1624 eqn. 3 with m' = m - 0x0100), end-around carry included; a
+/// result of 0xffff is written as 0x0000, as a full recomputation gives.
+#[inline(always)]
+pub fn decrement_ttl_v4(ip: &mut [u8]) {
+    ip[8] -= 1;
+    let c = u32::from(u16::from_be_bytes([ip[10], ip[11]])) + 0x0100;
+    let c = ((c & 0xffff) + (c >> 16)) as u16;
+    let c = if c == 0xffff { 0 } else { c };
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
 }
 
 #[inline(always)]
@@ -218,6 +231,38 @@ fn neighbor_mac(r: &Routing, nh: &NextHop, m: &Meta, v6: bool) -> Option<[u8; 6]
                 NeighborState::Resolved(mac) => Some(mac),
                 _ => None,
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decrement_ttl_v4;
+
+    fn full_checksum(h: &[u8]) -> u16 {
+        let mut s: u32 = 0;
+        for (k, w) in h.chunks(2).enumerate() {
+            if k != 5 {
+                s += u32::from(u16::from_be_bytes([w[0], w[1]]));
+            }
+        }
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        !(s as u16)
+    }
+
+    proptest::proptest! {
+        /// The incremental TTL update gives exactly the recomputed checksum.
+        #[test]
+        fn ttl_decrement_equals_recomputation(mut h in proptest::prelude::any::<[u8; 20]>(), ttl in 2u8..=255) {
+            h[0] = 0x45;
+            h[8] = ttl;
+            let c = full_checksum(&h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            decrement_ttl_v4(&mut h);
+            proptest::prop_assert_eq!(h[8], ttl - 1);
+            proptest::prop_assert_eq!(u16::from_be_bytes([h[10], h[11]]), full_checksum(&h));
         }
     }
 }

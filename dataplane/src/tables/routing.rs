@@ -93,6 +93,10 @@ pub enum NhKind {
 pub struct NextHop {
     pub port: u16,
     pub kind: NhKind,
+    /// The output port's MAC and MTU, copied here so forwarding reads one
+    /// record per packet.
+    pub port_mac: [u8; 6],
+    pub mtu: u16,
     mac: AtomicU64,
 }
 
@@ -147,6 +151,8 @@ pub enum RoutingError {
 /// Builds next hops and groups, deduplicated.
 #[derive(Default)]
 struct Builder {
+    /// (MAC, MTU) per port.
+    port_info: Vec<([u8; 6], u16)>,
     nexthops: Vec<NextHop>,
     nh_index: HashMap<(u16, Option<IpAddr>, u8), u32>,
     groups: Vec<Box<[u32]>>,
@@ -170,9 +176,16 @@ impl Builder {
                 "more than {MAX_NEXTHOPS} next hops"
             )));
         }
+        let (port_mac, mtu) = self
+            .port_info
+            .get(port as usize)
+            .copied()
+            .unwrap_or(([0; 6], 1500));
         self.nexthops.push(NextHop {
             port,
             kind,
+            port_mac,
+            mtu,
             mac: AtomicU64::new(0),
         });
         self.nh_index.insert(key, id);
@@ -230,7 +243,10 @@ impl Routing {
         cfg6: RouteConfig,
         neighbor_capacity: u32,
     ) -> Result<Routing, RoutingError> {
-        let mut b = Builder::default();
+        let mut b = Builder {
+            port_info: ports.iter().map(|p| (p.mac, p.mtu)).collect(),
+            ..Builder::default()
+        };
         let mut v4 = Route4::new(cfg4)?;
         let mut v6 = Route6::new(cfg6)?;
         for (pi, p) in ports.iter().enumerate() {

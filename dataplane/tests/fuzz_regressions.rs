@@ -1,0 +1,201 @@
+//! Replays every saved input in `tests/fuzz_regressions/` through the
+//! `pipeline` fuzz harness (`fuzz/harness.rs`, the same code the fuzz target
+//! runs): crashes the fuzzer found, kept once fixed, and hand-made inputs
+//! (`hand-*`, written by `fuzz/seeds.py hand`) for the tricky paths. Every
+//! input must pass the harness invariants; the hand-made ones also have
+//! their expected outcome checked here.
+//!
+//! One test function replays the files in name order: the router's
+//! neighbour cache is shared and learns as it goes, so a fixed order keeps
+//! the outcomes reproducible. `FUZZ_VERBOSE=1` prints each input's verdicts
+//! (with `--nocapture`); `FUZZ_REPLAY_DIR=DIR` replays DIR instead (say,
+//! `fuzz/corpus/pipeline`, to see which verdicts a corpus reaches).
+#[path = "../../fuzz/harness.rs"]
+mod harness;
+
+use dataplane::pipeline::{DropReason, Verdict};
+use harness::Outcome;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+/// The saved inputs, or `FUZZ_REPLAY_DIR` (e.g. a fuzz corpus) instead.
+fn dir() -> PathBuf {
+    match std::env::var_os("FUZZ_REPLAY_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions"),
+    }
+}
+
+fn ethertype(f: &[u8], l3_off: usize) -> u16 {
+    u16::from_be_bytes([f[l3_off - 2], f[l3_off - 1]])
+}
+
+/// The one frame sent, with its port; panics unless exactly one was.
+fn only_sent(o: &Outcome) -> (u16, &[u8]) {
+    assert_eq!(o.out.sent.len(), 1, "verdicts {:?}", verdicts(o));
+    let (p, pkt) = &o.out.sent[0];
+    (*p, &pkt.bytes)
+}
+
+fn verdicts(o: &Outcome) -> Vec<Verdict> {
+    o.meta.iter().map(|m| m.verdict).collect()
+}
+
+/// What the hand-made inputs must do, beyond the invariants.
+fn expect(name: &str, o: &Outcome) {
+    match name {
+        "hand-arp-request-ours" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0);
+            assert_eq!(ethertype(f, 14), 0x0806);
+            assert_eq!(&f[20..22], &[0, 2], "ARP reply");
+            assert_eq!(&f[28..32], &[10, 0, 1, 1], "sender is our address");
+            assert_eq!(&f[..6], &[2, 0, 0, 0, 1, 2], "to the requester");
+        }
+        "hand-qinq-arp-ours" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0);
+            assert_eq!(&f[12..14], &[0x88, 0xa8], "outer tag kept");
+            assert_eq!(&f[16..18], &[0x81, 0x00], "inner tag kept");
+            assert_eq!(&f[28..30], &[0, 2], "ARP reply");
+        }
+        "hand-qinq-udp4" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 1);
+            assert_eq!(&f[..6], &[2, 0, 0, 0, 2, 2], "to the wan gateway");
+            assert_eq!(&f[12..14], &[0x88, 0xa8], "tags kept");
+            assert_eq!(f[22 + 8], 63, "TTL decremented");
+        }
+        "hand-ns-ours" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0);
+            assert_eq!(ethertype(f, 14), 0x86dd);
+            assert_eq!(f[14 + 40], 136, "neighbour advertisement");
+        }
+        "hand-ns-bad-option" | "hand-ns-option-overruns" => {
+            assert!(o.out.sent.is_empty(), "no answer: {:?}", verdicts(o));
+            assert!(o.out.dropped.len() == 1, "{:?}", verdicts(o));
+        }
+        "hand-echo4-ours" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0);
+            assert_eq!(&f[26..30], &[10, 0, 1, 1], "from our address");
+            assert_eq!(f[34], 0, "echo reply");
+        }
+        "hand-ttl1-udp4" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0, "back where it came from");
+            assert_eq!(f[14 + 9], 1, "ICMP");
+            assert_eq!(f[34], 11, "time exceeded");
+        }
+        "hand-hop1-udp6" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0);
+            assert_eq!(f[14 + 6], 58, "ICMPv6");
+            assert_eq!(f[54], 3, "time exceeded");
+        }
+        "hand-v6-ext-truncated" | "hand-v6-frag-truncated" => {
+            assert!(o.out.sent.is_empty(), "{:?}", verdicts(o));
+            assert!(
+                matches!(
+                    o.out.dropped[..],
+                    [(DropReason::Truncated | DropReason::BadTotalLen, _)]
+                ),
+                "{:?}",
+                verdicts(o)
+            );
+        }
+        "hand-forward-src-eq-dst6" => {
+            // The NS is answered, then the packet goes to the learned MAC.
+            assert_eq!(verdicts(o), [Verdict::Tx(0), Verdict::Tx(0)]);
+            let f = &o.out.sent[1].1.bytes;
+            assert_eq!(&f[..6], &[2, 0, 0, 0, 1, 2]);
+            assert_eq!(f[14 + 7], 63, "hop limit decremented");
+        }
+        "hand-hop0-from-our-address6" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 1);
+            assert_eq!(f[54], 3, "time exceeded");
+            assert_eq!(&f[22..38], &f[38..54], "from and to our own address");
+        }
+        "hand-burst-mixed" => {
+            assert_eq!(o.meta.len(), 32);
+            assert!(!o.out.sent.is_empty());
+            assert!(o
+                .out
+                .dropped
+                .iter()
+                .any(|(r, _)| *r == DropReason::Truncated));
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn fuzz_regressions_replay() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir())
+        .expect("tests/fuzz_regressions exists")
+        .map(|e| e.expect("readable directory entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "hand-made inputs missing: {files:?}");
+    let mut failures = Vec::new();
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let data = std::fs::read(path).unwrap();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            if let Some(o) = harness::run_and_check(&data) {
+                if std::env::var_os("FUZZ_VERBOSE").is_some() {
+                    eprintln!("{name}: {:?}", verdicts(&o));
+                }
+                for v in verdicts(&o) {
+                    *seen.entry(format!("{v:?}")).or_default() += 1;
+                }
+                expect(&name, &o);
+            } else {
+                assert!(!name.starts_with("hand-"), "holds no frame");
+            }
+        }));
+        if let Err(e) = r {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failures.push(format!("{name}: {msg}"));
+        }
+    }
+    eprintln!("{} inputs, verdicts: {seen:?}", files.len());
+    assert!(
+        failures.is_empty(),
+        "failing inputs:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// The input format round-trips and is cut at the limits.
+#[test]
+fn input_format() {
+    let a = [1u8; 20];
+    let b = [2u8; 70];
+    let data = harness::encode(1, 3, &[&a, &b]);
+    let i = harness::decode(&data).unwrap();
+    assert_eq!(i.in_port, 1);
+    assert_eq!(i.now, 1_000_000_000 + 3 * 50_000_000);
+    assert_eq!(i.frames, vec![a.to_vec(), b.to_vec()]);
+    assert!(harness::decode(&[0]).is_none());
+    assert!(harness::decode(&[]).is_none());
+    // A length past the end takes what is left.
+    assert_eq!(
+        harness::decode(&[0, 0, 9, 7]).unwrap().frames,
+        vec![vec![7]]
+    );
+    // No more than a burst.
+    let many = harness::encode(0, 0, &[&a[..]; 40]);
+    assert_eq!(
+        harness::decode(&many).unwrap().frames.len(),
+        harness::MAX_FRAMES
+    );
+}

@@ -13,7 +13,7 @@
 #[path = "../../fuzz/harness.rs"]
 mod harness;
 
-use dataplane::pipeline::{DropReason, Verdict};
+use dataplane::pipeline::{DropReason, Event, Verdict};
 use harness::Outcome;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -82,11 +82,22 @@ fn expect(name: &str, o: &Outcome) {
             assert_eq!(&f[26..30], &[10, 0, 1, 1], "from our address");
             assert_eq!(f[34], 0, "echo reply");
         }
+        "hand-echo4-all-zero" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0);
+            assert_eq!(&f[34..38], &[0, 0, 0xff, 0xff], "echo reply, checksum -0");
+        }
         "hand-ttl1-udp4" => {
             let (port, f) = only_sent(o);
             assert_eq!(port, 0, "back where it came from");
             assert_eq!(f[14 + 9], 1, "ICMP");
             assert_eq!(f[34], 11, "time exceeded");
+        }
+        "hand-ttl1-burst-rate-limited" => {
+            // icmp_rate = 8: the first 8 get a time exceeded, the rest not.
+            assert_eq!(o.out.sent.len(), 8, "{:?}", verdicts(o));
+            assert_eq!(o.out.dropped.len(), 12);
+            assert_eq!(o.counters.events[Event::IcmpRateLimited as usize].get(), 12);
         }
         "hand-hop1-udp6" => {
             let (port, f) = only_sent(o);

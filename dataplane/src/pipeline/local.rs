@@ -143,20 +143,19 @@ pub fn deliver_v4<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageC
             return Verdict::Drop(DropReason::BadChecksum);
         }
     }
-    // Echo reply in place: swap addresses, type 8 -> 0 (checksum patched
-    // incrementally), fresh TTL and header checksum.
+    // Echo reply in place: swap addresses, type 8 -> 0, fresh TTL and header
+    // checksum. The ICMP checksum is recomputed, not patched: ICMPv4 has no
+    // pseudo-header, so a reply of all zeros (id, sequence, data) must carry
+    // 0xFFFF, where the RFC 1624 update gives 0x0000 (found by fuzzing).
     let mut ip = Ipv4Packet::new_unchecked(&mut data[l3..l3 + total]);
     let (src, dst) = (ip.src_addr(), ip.dst_addr());
     ip.set_src_addr(dst);
     ip.set_dst_addr(src);
     ip.set_ttl(64);
     ip.fill_checksum();
-    let icmp = &mut data[l3 + hl..l3 + total];
-    let old = u16::from_be_bytes([icmp[0], icmp[1]]);
-    icmp[0] = 0;
-    let c = u16::from_be_bytes([icmp[2], icmp[3]]);
-    let c = checksum::update_u16(c, old, u16::from_be_bytes([icmp[0], icmp[1]]));
-    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut icmp = Icmpv4Packet::new_unchecked(&mut data[l3 + hl..l3 + total]);
+    icmp.set_msg_type(Icmpv4Type::EchoReply);
+    icmp.fill_checksum();
     l2_reply(data, pa.mac);
     ctx.counters.count_event(Event::EchoReply);
     Verdict::Tx(port)

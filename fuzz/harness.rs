@@ -1,0 +1,503 @@
+//! The pipeline fuzz harness, shared by the cargo-fuzz target
+//! (`fuzz/fuzz_targets/pipeline.rs`) and the regression test that replays
+//! saved inputs (`dataplane/tests/fuzz_regressions.rs`); both include this
+//! file with `#[path]`, so a crash found by the fuzzer replays under
+//! `cargo test` through exactly the same code.
+//!
+//! It builds a router (parse + acl + route, as `daemon::build_pipeline` does)
+//! from [`CONFIG`] once per process, decodes an input into one burst of
+//! frames entering on one port, runs the pipeline, dispatches into a
+//! [`Collect`] and checks invariants that hold for any input:
+//!
+//! - every packet comes out exactly once, as its verdict says (sent on the
+//!   verdict's port, dropped with the verdict's reason, or consumed);
+//! - output ports exist; every sent frame is 14..=`VEC_PACKET_MAX` bytes,
+//!   at most [`REPLY_GROWTH`] bytes longer than the frame it came from, and
+//!   carries the output port's MAC as its source;
+//! - every sent frame parses again without error (the router never emits
+//!   what it would itself drop as malformed);
+//! - every sent frame is either its input forwarded (same length, every
+//!   byte after the MACs kept but the TTL / hop limit, one lower from above
+//!   1, and the IPv4 header checksum) or a message the router wrote: ARP,
+//!   or ICMP/ICMPv6 from one of its own addresses with a valid checksum;
+//! - a packet that parses is dropped as `acl_deny` exactly when a linear
+//!   scan of the ACL rules (`AclTable::classify_naive`) denies it.
+//!
+//! Input format: byte 0 = `in_port` (bit 0) and a clock step (bits 1..8,
+//! 50 ms each, so rate limits and solicitation timers can be crossed); then
+//! up to [`MAX_FRAMES`] frames, each a big-endian `u16` length followed by
+//! that many bytes (cut short at the end of the input, and at
+//! `VEC_PACKET_MAX` like an mbuf's data room).
+//!
+//! State: the route tables are shared across inputs, and the neighbour
+//! cache learns from ARP/NDP, so an input may behave differently after
+//! others; a fresh pipeline (ICMP limiter, ACL counters) is built per input.
+
+// Each includer uses a different part (the target runs, the test also decodes).
+#![allow(dead_code)]
+use dataplane::burst::Burst;
+use dataplane::config::{Config, Resolved};
+use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTables};
+use dataplane::pipeline::packet::VEC_PACKET_MAX;
+use dataplane::pipeline::parse::Parse;
+use dataplane::pipeline::{
+    dispatch, new_meta_burst, Collect, DropReason, Meta, StageCtx, VecPacket, Verdict, L3,
+};
+use dataplane::stats::WorkerCounters;
+use dataplane::tables::AclAction;
+use dataplane::wire::{Icmpv4Packet, Icmpv6Packet, IpProtocol};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+/// A router with a firewall: two ports with IPv4/IPv6 addresses (so ARP, NDP,
+/// echo and ICMP errors are reachable), ACL rules with ports, protocols and
+/// a VLAN, gateway routes with and without static neighbours, connected
+/// routes, ECMP in both families. Devices are never started.
+pub const CONFIG: &str = r#"
+pipeline = ["acl", "route"]
+
+[eal]
+file_prefix = "dataplane-fuzz"
+memory_mb = 256
+hugepages = "off"
+
+[[port]]
+name = "lan"
+device = "net_null0"
+mac = "02:00:00:00:01:01"
+ipv4 = ["10.0.1.1/24", "10.0.3.1/24"]
+ipv6 = ["2001:db8:1::1/64", "fe80::1/64"]
+
+[[port]]
+name = "wan"
+device = "net_null1"
+mac = "02:00:00:00:02:01"
+mtu = 1400
+ipv4 = ["10.0.2.1/24"]
+ipv6 = ["2001:db8:2::1/64"]
+
+[[worker]]
+core = 1
+rx = ["lan", "wan"]
+
+[acl]
+default = "allow"
+
+[[acl.rule]]
+action = "deny"
+dst = "198.18.0.0/24"
+proto = "tcp"
+dport = "22-23"
+
+[[acl.rule]]
+action = "deny"
+src = "10.0.99.0/24"
+
+[[acl.rule]]
+action = "allow"
+src = "10.0.1.0/24"
+proto = "udp"
+sport = "1024-65535"
+dport = "53"
+
+[[acl.rule]]
+action = "deny"
+proto = "udp"
+dport = "53"
+
+[[acl.rule]]
+action = "deny"
+dst = "2001:db8:100::/48"
+proto = "tcp"
+dport = "23"
+
+[[acl.rule]]
+action = "deny"
+vlan = 99
+
+[route]
+backend = "fib"
+# Low, so that a burst of expiring packets reaches the rate limit.
+icmp_rate = 8
+max_routes = 1024
+max_routes6 = 1024
+tbl8_groups = 256
+neighbor_capacity = 4096
+
+[[route.static]]
+prefix = "198.18.0.0/24"
+via = "10.0.1.2"
+
+[[route.static]]
+prefix = "198.18.1.0/24"
+via = "10.0.2.2"
+
+[[route.static]]
+prefix = "203.0.113.0/24"
+via = ["10.0.1.2", "10.0.2.2"]
+
+[[route.static]]
+prefix = "198.51.100.0/25"
+via = "10.0.2.3"
+
+[[route.static]]
+prefix = "192.0.2.0/24"
+port = "wan"
+
+[[route.static]]
+prefix = "2001:db8:100::/48"
+via = "2001:db8:2::2"
+
+[[route.static]]
+prefix = "2001:db8:200::/48"
+via = ["2001:db8:1::2", "2001:db8:2::2"]
+
+[[route.static]]
+prefix = "2001:db8:300::/64"
+port = "lan"
+
+[[route.neighbor]]
+ip = "10.0.1.2"
+mac = "02:00:00:00:01:02"
+
+[[route.neighbor]]
+ip = "10.0.2.2"
+mac = "02:00:00:00:02:02"
+
+[[route.neighbor]]
+ip = "2001:db8:2::2"
+mac = "02:00:00:00:02:02"
+"#;
+
+/// Most frames in one input (one burst).
+pub const MAX_FRAMES: usize = dataplane::burst::BURST_SIZE;
+
+/// The most a reply may outgrow the frame it replaces: an ICMPv6 time
+/// exceeded quotes up to 256 bytes of a packet behind 40 + 8 bytes of new
+/// headers. The rest grow less: an ARP request (60 bytes) replaces an IPv4
+/// packet of at least 34, a solicitation (86) an IPv6 one of at least 54.
+pub const REPLY_GROWTH: usize = 48;
+
+/// The router built from [`CONFIG`], once per process.
+pub struct Router {
+    pub cfg: Config,
+    pub res: Resolved,
+    pub tables: SharedTables,
+    pub port_macs: Vec<[u8; 6]>,
+    pub peer_macs: Vec<[u8; 6]>,
+}
+
+/// Starts the test EAL and builds the tables on first use.
+pub fn router() -> &'static Router {
+    static ROUTER: OnceLock<Router> = OnceLock::new();
+    ROUTER.get_or_init(|| {
+        dataplane::tables::test_eal();
+        let (cfg, res) = match Config::parse(CONFIG, "fuzz.toml") {
+            Ok(c) => c,
+            Err(e) => panic!("fuzz config: {e}"),
+        };
+        let port_macs: Vec<[u8; 6]> = cfg
+            .ports
+            .iter()
+            .map(|p| p.mac.expect("every fuzz port has a MAC").0)
+            .collect();
+        let peer_macs = (0..cfg.ports.len()).map(default_peer_mac).collect();
+        let tables = match build_tables(&cfg, &res, &port_macs) {
+            Ok(t) => t,
+            Err(e) => panic!("fuzz tables: {e:#}"),
+        };
+        Router {
+            cfg,
+            res,
+            tables,
+            port_macs,
+            peer_macs,
+        }
+    })
+}
+
+/// A decoded input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    pub in_port: u16,
+    /// TSC at the burst (1 GHz clock).
+    pub now: u64,
+    pub frames: Vec<Vec<u8>>,
+}
+
+/// Decodes the input format (see the module doc); `None` without a frame.
+pub fn decode(data: &[u8]) -> Option<Input> {
+    let (&head, mut rest) = data.split_first()?;
+    let mut frames = Vec::new();
+    while frames.len() < MAX_FRAMES && rest.len() >= 2 {
+        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
+        rest = &rest[2..];
+        let take = len.min(rest.len());
+        frames.push(rest[..take.min(VEC_PACKET_MAX)].to_vec());
+        rest = &rest[take..];
+    }
+    if frames.is_empty() {
+        return None;
+    }
+    Some(Input {
+        in_port: u16::from(head & 1),
+        now: 1_000_000_000 + u64::from(head >> 1) * 50_000_000,
+        frames,
+    })
+}
+
+/// Encodes frames into the input format (for seeds and hand-made tests).
+pub fn encode(in_port: u16, clock_step: u8, frames: &[&[u8]]) -> Vec<u8> {
+    let mut v = vec![(in_port as u8 & 1) | (clock_step << 1)];
+    for f in frames {
+        v.extend_from_slice(&(f.len() as u16).to_be_bytes());
+        v.extend_from_slice(f);
+    }
+    v
+}
+
+/// What one input did: the burst, each packet's verdict and its output.
+#[derive(Debug)]
+pub struct Outcome {
+    pub input: Input,
+    pub meta: Vec<Meta>,
+    pub out: Collect<VecPacket>,
+    pub counters: WorkerCounters,
+}
+
+/// Runs one input through a fresh pipeline over the shared tables.
+pub fn run(data: &[u8]) -> Option<Outcome> {
+    let input = decode(data)?;
+    let r = router();
+    let (mut pipeline, _hits) =
+        build_pipeline(&r.cfg, &r.res, &r.tables, &r.port_macs, &r.peer_macs);
+    let mut burst = Burst::<VecPacket>::new();
+    for f in &input.frames {
+        if burst.push(VecPacket::new(f.clone())).is_err() {
+            unreachable!("at most MAX_FRAMES frames");
+        }
+    }
+    let n = burst.len();
+    let mut meta = new_meta_burst();
+    let counters = WorkerCounters::default();
+    let ctx = StageCtx {
+        now: input.now,
+        tsc_hz: 1_000_000_000,
+        counters: &counters,
+    };
+    pipeline.run(&mut burst, &mut meta, input.in_port, &ctx);
+    let mut out = Collect::default();
+    dispatch(&mut burst, &meta, &mut out);
+    assert!(burst.is_empty(), "dispatch left packets in the burst");
+    Some(Outcome {
+        input,
+        meta: meta[..n].to_vec(),
+        out,
+        counters,
+    })
+}
+
+/// Asserts the invariants (module doc) on an outcome; panics with the
+/// packet index and what broke.
+pub fn check(o: &Outcome) {
+    let r = router();
+    let n = o.input.frames.len();
+    let n_ports = r.cfg.ports.len();
+    assert_eq!(o.meta.len(), n);
+    assert_eq!(
+        o.out.sent.len() + o.out.dropped.len() + o.out.consumed.len(),
+        n,
+        "every packet comes out exactly once"
+    );
+    let (mut s, mut d, mut c) = (0, 0, 0);
+    for (i, m) in o.meta.iter().enumerate() {
+        assert_eq!(m.in_port, o.input.in_port, "packet {i}: in_port");
+        let input = &o.input.frames[i];
+        check_acl(i, input, m.verdict);
+        match m.verdict {
+            Verdict::Tx(port) => {
+                let (p, pkt) = &o.out.sent[s];
+                s += 1;
+                assert_eq!(
+                    *p, port,
+                    "packet {i}: sent on another port than its verdict"
+                );
+                assert!(
+                    usize::from(port) < n_ports,
+                    "packet {i}: output port {port}"
+                );
+                check_sent(i, input, m, port, &pkt.bytes);
+            }
+            Verdict::Drop(reason) => {
+                assert_eq!(o.out.dropped[d].0, reason, "packet {i}: drop reason");
+                d += 1;
+            }
+            Verdict::Continue => {
+                assert_eq!(o.out.dropped[d].0, DropReason::NoOutput, "packet {i}");
+                d += 1;
+            }
+            Verdict::Consumed => c += 1,
+        }
+    }
+    assert_eq!(
+        (s, d, c),
+        (o.out.sent.len(), o.out.dropped.len(), o.out.consumed.len())
+    );
+}
+
+/// Checks one sent frame against the frame it came from (`input`, whose
+/// parse result is `m`).
+fn check_sent(i: usize, input: &[u8], m: &Meta, port: u16, out: &[u8]) {
+    let r = router();
+    assert!(
+        (14..=VEC_PACKET_MAX).contains(&out.len()),
+        "packet {i}: sent {} bytes",
+        out.len()
+    );
+    assert!(
+        out.len() <= input.len() + REPLY_GROWTH,
+        "packet {i}: grew from {} to {} bytes",
+        input.len(),
+        out.len()
+    );
+    assert_eq!(
+        out[6..12],
+        r.port_macs[usize::from(port)],
+        "packet {i}: source MAC is not the output port's"
+    );
+    let parse = Parse {
+        l4: true,
+        hash: false,
+        verify_checksum: true,
+    };
+    let mut om = new_meta_burst()[0];
+    if let Err(reason) = parse.parse_one(out, &mut om) {
+        panic!("packet {i}: sent a frame that parses as {reason:?}: {out:02x?}");
+    }
+    if is_forwarded(input, m, &om, out) {
+        return;
+    }
+    // Anything else the router wrote itself: an ARP reply or request, or an
+    // ICMP/ICMPv6 message (echo reply, time exceeded, NDP), always from one
+    // of its own addresses and with a valid checksum.
+    let ours = |a: &[u8; 16], v6: bool| {
+        r.tables.routing.as_ref().is_some_and(|rt| {
+            rt.ports.iter().any(|p| {
+                if v6 {
+                    p.has_v6(Ipv6Addr::from(*a))
+                } else {
+                    p.has_v4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
+                }
+            })
+        })
+    };
+    let l3 = usize::from(om.l3_off);
+    let l4 = usize::from(om.l4_off);
+    let what = || format!("{out:02x?} (from {input:02x?})");
+    match om.l3 {
+        L3::Arp => {
+            let mut sender = [0u8; 16];
+            sender[..4].copy_from_slice(&out[l3 + 14..l3 + 18]);
+            assert!(
+                ours(&sender, false),
+                "packet {i}: ARP not from us: {}",
+                what()
+            );
+        }
+        L3::Ipv4 => {
+            assert!(
+                om.key.proto == u8::from(IpProtocol::Icmp) && l4 != 0,
+                "packet {i}: neither forwarded nor an ICMP reply: {}",
+                what()
+            );
+            assert!(
+                ours(&om.key.src, false),
+                "packet {i}: ICMP not from us: {}",
+                what()
+            );
+            let end = l3 + usize::from(u16::from_be_bytes([out[l3 + 2], out[l3 + 3]]));
+            let icmp = Icmpv4Packet::new_checked(&out[l4..end])
+                .unwrap_or_else(|e| panic!("packet {i}: ICMP reply {e:?}: {}", what()));
+            assert!(
+                icmp.verify_checksum(),
+                "packet {i}: ICMP checksum: {}",
+                what()
+            );
+        }
+        L3::Ipv6 => {
+            assert!(
+                om.key.proto == u8::from(IpProtocol::Icmpv6) && l4 != 0,
+                "packet {i}: neither forwarded nor an ICMPv6 reply: {}",
+                what()
+            );
+            assert!(
+                ours(&om.key.src, true),
+                "packet {i}: ICMPv6 not from us: {}",
+                what()
+            );
+            let end = l3 + 40 + usize::from(u16::from_be_bytes([out[l3 + 4], out[l3 + 5]]));
+            let icmp = Icmpv6Packet::new_checked(&out[l4..end])
+                .unwrap_or_else(|e| panic!("packet {i}: ICMPv6 reply {e:?}: {}", what()));
+            let (src, dst) = (Ipv6Addr::from(om.key.src), Ipv6Addr::from(om.key.dst));
+            assert!(
+                icmp.verify_checksum(&src, &dst),
+                "packet {i}: ICMPv6 checksum: {}",
+                what()
+            );
+        }
+        l3 => panic!("packet {i}: sent a {l3:?} frame: {}", what()),
+    }
+}
+
+/// Whether `out` is `input` forwarded: an IP packet of the same family,
+/// length and bytes after the MACs, except the TTL / hop limit, one lower
+/// (from above 1), and the IPv4 header checksum (which the re-parse of
+/// `out` verified). Replies never look like this: they set a fresh TTL or
+/// hop limit (64 or 255) and rewrite the addresses or the ICMP type.
+fn is_forwarded(input: &[u8], m: &Meta, om: &Meta, out: &[u8]) -> bool {
+    if !matches!(m.l3, L3::Ipv4 | L3::Ipv6) || om.l3 != m.l3 || out.len() != input.len() {
+        return false;
+    }
+    let l3 = usize::from(m.l3_off);
+    let ttl_at = l3 + if m.l3 == L3::Ipv6 { 7 } else { 8 };
+    if input[ttl_at] <= 1 || out[ttl_at] != input[ttl_at] - 1 {
+        return false;
+    }
+    (12..out.len()).all(|k| {
+        let csum = m.l3 == L3::Ipv4 && (k == l3 + 10 || k == l3 + 11);
+        k == ttl_at || csum || out[k] == input[k]
+    })
+}
+
+/// The ACL against a linear scan of the configured rules: a packet that
+/// parses is dropped as `acl_deny` exactly when the first matching rule (or
+/// the default) denies it.
+fn check_acl(i: usize, input: &[u8], verdict: Verdict) {
+    let r = router();
+    let Some(acl) = &r.tables.acl else { return };
+    let mut km = new_meta_burst()[0];
+    let parse = Parse {
+        l4: true,
+        hash: true,
+        verify_checksum: true,
+    };
+    if parse.parse_one(input, &mut km).is_err() || !matches!(km.l3, L3::Ipv4 | L3::Ipv6) {
+        return;
+    }
+    let rule = acl.classify_naive(&km.key, km.l3 == L3::Ipv6);
+    let deny = acl.action(rule) == AclAction::Deny;
+    let denied = verdict == Verdict::Drop(DropReason::AclDeny);
+    assert_eq!(
+        denied,
+        deny,
+        "packet {i}: ACL verdict {verdict:?}, first matching rule {rule} ({:?})",
+        acl.action(rule)
+    );
+}
+
+/// Runs and checks one input (what the fuzz target does per input).
+pub fn run_and_check(data: &[u8]) -> Option<Outcome> {
+    let o = run(data)?;
+    check(&o);
+    Some(o)
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Fuzzes the packet pipeline (parse + acl + route) with cargo-fuzz.
+#
+#   scripts/fuzz.sh [SECONDS]      default 60
+#
+# Installs cargo-fuzz if missing, builds the traffic generator and writes the
+# seed corpus into fuzz/corpus/pipeline (generator frames: IPv4, IPv6, VLAN,
+# every malformed kind; plus hand-made ARP, NDP, echo, TTL 1, QinQ, IPv6
+# extension headers, bursts: fuzz/seeds.py), then runs the `pipeline` target
+# for SECONDS on all but one core. Exits non-zero when a crash was found and
+# prints where its input is: replay it with
+#   RUSTC_BOOTSTRAP=1 cargo fuzz run pipeline <artifact>   (in fuzz/)
+# and, once fixed, copy it to dataplane/tests/fuzz_regressions/.
+#
+# Environment: FUZZ_JOBS (parallel fuzzers, default nproc - 1, at least 1),
+# FUZZ_SANITIZER (address | none; default address), FUZZ_ARGS (extra
+# libFuzzer flags). Only stable Rust is needed: RUSTC_BOOTSTRAP=1 unlocks the
+# nightly flags cargo-fuzz passes.
+set -euo pipefail
+
+SECONDS_TO_RUN=${1:-60}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+FUZZ=$ROOT/fuzz
+CORPUS=$FUZZ/corpus/pipeline
+ARTIFACTS=$FUZZ/artifacts/pipeline
+JOBS=${FUZZ_JOBS:-$(($(nproc) > 1 ? $(nproc) - 1 : 1))}
+SANITIZER=${FUZZ_SANITIZER:-address}
+export RUSTC_BOOTSTRAP=1
+CARGO_TARGET_DIR_MAIN=${CARGO_TARGET_DIR:-$ROOT/target}
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "== installing cargo-fuzz"
+    cargo install cargo-fuzz
+fi
+
+echo "== seed corpus -> $CORPUS"
+CARGO_TARGET_DIR=$CARGO_TARGET_DIR_MAIN cargo build -q -p dataplane --bin dataplane \
+    --manifest-path "$ROOT/Cargo.toml"
+GEN=$CARGO_TARGET_DIR_MAIN/debug/dataplane
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+mkdir -p "$CORPUS" "$ARTIFACTS"
+# Plain IPv4/IPv6 mixes at several sizes, to the routed prefixes, ECMP,
+# the router's own addresses, ACL-relevant ports and TTL 1.
+gen() { # NAME ARGS...
+    local name=$1
+    shift
+    "$GEN" gen --out "$TMP/$name.pcap" --corpus-dir "$TMP/$name" "$@" >/dev/null
+}
+gen mix --count 64 --flows 16 --size imix --ipv6-ratio 0.5 --proto mix \
+    --dst-prefix 198.18.0.0/24 --dst-prefix 198.18.1.0/24 --dst-prefix 203.0.113.0/24 \
+    --dst-prefix 2001:db8:100::/64 --dst-prefix 2001:db8:200::/64 \
+    --src-prefix 10.0.1.0/24 --src-prefix 2001:db8:1::/64 \
+    --dst-mac 02:00:00:00:01:01
+gen vlan --count 16 --flows 8 --vlan 99 --ipv6-ratio 0.5 --seed 2 --dst-mac 02:00:00:00:01:01
+gen ttl1 --count 8 --flows 8 --ttl 1 --ipv6-ratio 0.5 --seed 3 \
+    --dst-prefix 198.18.1.0/24 --dst-prefix 2001:db8:100::/64
+gen local --count 8 --flows 8 --ipv6-ratio 0.5 --seed 4 \
+    --dst-prefix 10.0.1.1/32 --dst-prefix 2001:db8:1::1/128 --dst-prefix 192.0.2.0/24
+gen malformed --count 32 --flows 4 --malformed-ratio 1 --ipv6-ratio 0.5 --seed 5
+python3 "$FUZZ/seeds.py" wrap "$CORPUS" 0 "$TMP/mix" "$TMP/vlan" "$TMP/ttl1" "$TMP/local" \
+    "$TMP/malformed"
+python3 "$FUZZ/seeds.py" wrap "$CORPUS" 1 "$TMP/mix" "$TMP/malformed"
+python3 "$FUZZ/seeds.py" hand "$CORPUS"
+echo "   $(ls "$CORPUS" | wc -l) files in the corpus"
+
+echo "== fuzzing for ${SECONDS_TO_RUN}s with $JOBS job(s), sanitizer $SANITIZER"
+# Eal::init leaks argv on purpose (EAL keeps pointers into it).
+export LSAN_OPTIONS="suppressions=$FUZZ/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+PAR=()
+if [ "$JOBS" -gt 1 ]; then
+    PAR=(-fork="$JOBS")
+fi
+touch "$TMP/start"
+LOG=$FUZZ/fuzz-pipeline.log
+# cargo fuzz builds into fuzz/target and writes crashes to fuzz/artifacts/pipeline.
+set +e
+(cd "$FUZZ" && env -u CARGO_TARGET_DIR cargo fuzz run pipeline --sanitizer "$SANITIZER" \
+    "$CORPUS" -- \
+    -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -rss_limit_mb=4096 -timeout=10 \
+    -print_final_stats=1 "${PAR[@]}" ${FUZZ_ARGS:-}) 2>&1 | tee "$LOG" |
+    grep --line-buffered -E '^#[0-9]+.*(pulse|DONE)|^stat::|INFO: (fuzzing|-fork)|panicked|ERROR'
+status=${PIPESTATUS[0]}
+set -e
+echo "   log: $LOG"
+echo "   $(ls "$CORPUS" | wc -l) files in the corpus"
+
+crashes=$(find "$ARTIFACTS" -type f -newer "$TMP/start" | sort)
+if [ -n "$crashes" ] || [ "$status" -ne 0 ]; then
+    echo "== FAILED (cargo fuzz exit status $status)"
+    grep -E -A12 'panicked at|ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)' "$LOG" |
+        head -40 || true
+    for c in $crashes; do
+        echo "   crash input: $c"
+    done
+    echo "   replay: (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run pipeline <input>)"
+    echo "   keep it: cp <input> dataplane/tests/fuzz_regressions/ && cargo test -p dataplane --test fuzz_regressions"
+    exit 1
+fi
+echo "== no crash"

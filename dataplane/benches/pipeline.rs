@@ -210,7 +210,8 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, tsc_ghz: f64) {
 }
 
 fn main() {
-    let eal = Eal::init(&[
+    let extra = std::env::var("BENCH_EAL_ARGS").unwrap_or_default();
+    let mut args: Vec<String> = [
         "pipeline-bench",
         "--no-huge",
         "--no-pci",
@@ -222,8 +223,11 @@ fn main() {
         "0",
         "--file-prefix=pipeline-bench",
         "--log-level=lib.eal:error",
-    ])
-    .expect("EAL init");
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(extra.split_whitespace().map(String::from));
+    let eal = Eal::init(&args).expect("EAL init");
     let ghz = eal.tsc_hz() as f64 / 1e9;
     println!("TSC {ghz:.2} GHz; cycles per packet, bursts of 32, 4096 distinct frames");
     run("forward", 0, 0, "\"forward\"", ghz);

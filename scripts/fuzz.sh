@@ -10,7 +10,8 @@
 # for SECONDS on all but one core. Exits non-zero when a crash was found and
 # prints where its input is: replay it with
 #   RUSTC_BOOTSTRAP=1 cargo fuzz run pipeline <artifact>   (in fuzz/)
-# and, once fixed, copy it to dataplane/tests/fuzz_regressions/.
+# and, once fixed, copy it to dataplane/tests/fuzz_regressions/. The corpus only
+# grows; shrink it with `(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz cmin pipeline)`.
 #
 # Environment: FUZZ_JOBS (parallel fuzzers, default nproc - 1, at least 1),
 # FUZZ_SANITIZER (address | none; default address), FUZZ_ARGS (extra

@@ -576,6 +576,7 @@ fn table_report(t: &SharedTables) -> std::collections::BTreeMap<String, u64> {
         m.insert("nexthops".into(), s.nexthops as u64);
         m.insert("ecmp_groups".into(), s.groups as u64);
         m.insert("neighbors".into(), s.neighbors as u64);
+        m.insert("neighbor_learn_failures".into(), s.neighbor_learn_failures);
         m.insert("route_memory_bytes".into(), s.memory_bytes as u64);
     }
     if let Some(a) = &t.acl {

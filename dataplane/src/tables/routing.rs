@@ -125,6 +125,8 @@ pub struct RoutingStats {
     pub nexthops: usize,
     pub groups: usize,
     pub neighbors: usize,
+    /// Neighbours not learned because the cache was full.
+    pub neighbor_learn_failures: u64,
     pub memory_bytes: usize,
 }
 
@@ -138,6 +140,8 @@ pub struct Routing {
     /// Next hops that use a neighbour as their gateway: learning one MAC
     /// updates them all.
     gateways: HashMap<NeighborKey, Vec<u32>>,
+    /// Neighbours that could not be stored (cache full): slow path only.
+    learn_failures: AtomicU64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -293,6 +297,7 @@ impl Routing {
             neighbors: NeighborTable::new(neighbor_capacity)?,
             ports,
             gateways: b.gateways,
+            learn_failures: AtomicU64::new(0),
         };
         for &(port, ip, mac) in neighbors {
             routing.learn(port, ip, mac);
@@ -339,6 +344,7 @@ impl Routing {
         }
         let k = neighbor::key(port, ip);
         if !self.neighbors.learn(&k, mac) {
+            self.learn_failures.fetch_add(1, Ordering::Relaxed);
             return false;
         }
         if let Some(ids) = self.gateways.get(&k) {
@@ -356,6 +362,7 @@ impl Routing {
             nexthops: self.nexthops.len(),
             groups: self.groups.len(),
             neighbors: self.neighbors.len(),
+            neighbor_learn_failures: self.learn_failures.load(Ordering::Relaxed),
             memory_bytes: self.v4.memory_bytes()
                 + self.v6.memory_bytes()
                 + self.neighbors.memory_bytes()
@@ -461,6 +468,25 @@ mod tests {
         let st = r.stats();
         assert_eq!(st.groups, 1);
         assert!(st.memory_bytes > 0);
+    }
+
+    #[test]
+    fn a_full_neighbour_cache_counts_what_it_could_not_learn() {
+        let _e = crate::tables::testing::test_lock();
+        let mut ports = ports();
+        ports[0].v4 = vec![("10.0.0.1".parse().unwrap(), 16)];
+        let r = Routing::build(ports, &[], &[], small(), small(), 8).unwrap();
+        let mut learned = 0;
+        for k in 0..2000u32 {
+            let ip = IpAddr::V4(Ipv4Addr::from(0x0a00_0100 + k));
+            if r.learn(0, ip, [2, 0, 0, 0, (k >> 8) as u8, k as u8]) {
+                learned += 1;
+            }
+        }
+        let st = r.stats();
+        assert!(st.neighbor_learn_failures > 0, "cache never filled");
+        assert_eq!(st.neighbors, learned);
+        assert_eq!(learned as u64 + st.neighbor_learn_failures, 2000);
     }
 
     proptest::proptest! {

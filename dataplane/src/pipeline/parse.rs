@@ -96,12 +96,11 @@ impl Parse {
         m.l3_off = 14;
         m.key.vlan_be = 0;
         m.key.proto = ip[9];
-        m.key.src = [
-            ip[12], ip[13], ip[14], ip[15], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-        ];
-        m.key.dst = [
-            ip[16], ip[17], ip[18], ip[19], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-        ];
+        // Whole 16-byte words (one wide zero store each), then the address.
+        m.key.src = [0; 16];
+        m.key.dst = [0; 16];
+        m.key.src[..4].copy_from_slice(&ip[12..16]);
+        m.key.dst[..4].copy_from_slice(&ip[16..20]);
         m.key.sport_be = 0;
         m.key.dport_be = 0;
         if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
@@ -204,7 +203,7 @@ impl Parse {
 /// independent of byte order, and 0xffff is its own byte swap).
 #[inline(always)]
 fn checksum20_ok(h: &[u8; 20]) -> bool {
-    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let w = |i: usize| u64::from(u32::from_ne_bytes(h[i..i + 4].try_into().expect("4 bytes")));
     let mut s = w(0) + w(4) + w(8) + w(12) + w(16);
     s = (s & 0xffff_ffff) + (s >> 32);
     s = (s & 0xffff) + (s >> 16);

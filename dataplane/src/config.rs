@@ -1361,10 +1361,6 @@ impl Locator<'_> {
     }
 }
 
-/// Path of the file an error refers to, for `main`.
-pub fn display_path(p: &Path) -> PathBuf {
-    p.to_path_buf()
-}
 
 #[cfg(test)]
 mod tests {

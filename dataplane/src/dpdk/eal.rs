@@ -206,9 +206,4 @@ fn remove_hugepage_files(prefix: &str) {
         }
     }
 }
-
-/// Sets `rte_errno` (tests of the error path).
-pub fn set_rte_errno(v: i32) {
-    // SAFETY: writes the calling thread's rte_errno.
-    unsafe { dpdk_sys::shim_set_rte_errno(v) }
 }

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use toml::Spanned;
 
@@ -1361,10 +1361,10 @@ impl Locator<'_> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     const GOOD: &str = r#"pipeline = ["forward"]
 

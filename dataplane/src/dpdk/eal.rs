@@ -206,4 +206,3 @@ fn remove_hugepage_files(prefix: &str) {
         }
     }
 }
-}

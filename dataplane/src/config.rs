@@ -1172,14 +1172,6 @@ impl Config {
             let p = self.nexthop_port(loc, res, ip, n.port.as_ref(), n.ip.span(), &field)?;
             res.neighbors.push((p, ip, n.mac.0));
         }
-        let v4 = res.routes.iter().filter(|r| !r.prefix.is_ipv6()).count();
-        if v4 as u64 > u64::from(route.max_routes) {
-            tracing::info!(
-                routes = v4,
-                max_routes = route.max_routes,
-                "raising route.max_routes to fit the routes"
-            );
-        }
         Ok(())
     }
 

@@ -29,8 +29,6 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     /// Stop once no packet arrived for this long (finite pcap input).
     pub stop_when_idle: Option<Duration>,
-    /// Write the final report as JSON here.
-    pub stats_json: Option<std::path::PathBuf>,
 }
 
 /// Whether free 2 MiB hugepages and a hugetlbfs mount exist.
@@ -397,7 +395,6 @@ pub fn run(
         }
         acl_hits.extend(hits);
         let worker = Worker {
-            index: w,
             rx,
             tx,
             pipeline,

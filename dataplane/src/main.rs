@@ -111,7 +111,6 @@ fn real_main(cli: Cli) -> Result<i32> {
                 eal_overrides: eal,
                 duration: duration.map(Duration::from_secs_f64),
                 stop_when_idle: stop_when_idle.map(Duration::from_millis),
-                stats_json: stats_json.clone(),
             };
             let report = daemon::run(&cfg, &resolved, &opts, stop)?;
             print_report(&report);

@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 /// Everything a worker needs, moved onto its lcore.
 pub struct Worker {
-    pub index: usize,
     /// (port index, queue) pairs this worker polls.
     pub rx: Vec<(u16, RxQueue)>,
     /// This worker's TX queue on each port, by port index.
@@ -122,7 +121,6 @@ impl Worker {
     /// The poll loop; returns 0 when stopped by the flag.
     pub fn run(self) -> i32 {
         let Worker {
-            index: _,
             mut rx,
             tx,
             mut pipeline,

@@ -82,6 +82,9 @@ pub struct Pipeline {
     stages: Vec<Stage>,
     /// Count TSC cycles per stage (bench mode; costs two TSC reads a stage).
     profile: bool,
+    /// The stages are exactly `parse`, `route`: run them as one pass
+    /// ([`RouteStage::process_fused`]).
+    fused: bool,
 }
 
 /// Most stages a pipeline holds (for the per-stage cycle counters).
@@ -90,10 +93,18 @@ pub const MAX_STAGES: usize = 6;
 impl Pipeline {
     pub fn new(stages: Vec<Stage>) -> Self {
         assert!(stages.len() <= MAX_STAGES);
+        let fused = matches!(stages[..], [Stage::Parse(_), Stage::Route(_)]);
         Pipeline {
             stages,
             profile: false,
+            fused,
         }
+    }
+
+    /// Turns the fused parse+route pass off (it is on wherever the stages
+    /// allow it): tests compare the two.
+    pub fn set_fused(&mut self, on: bool) {
+        self.fused = on && matches!(self.stages[..], [Stage::Parse(_), Stage::Route(_)]);
     }
 
     /// Turns per-stage cycle accounting on (`WorkerCounters::stage_cycles`).
@@ -101,7 +112,11 @@ impl Pipeline {
         self.profile = on;
     }
 
+    /// What each profiling slot counts: the stages, or the one fused pass.
     pub fn stage_names(&self) -> Vec<&'static str> {
+        if self.fused {
+            return vec!["parse+route"];
+        }
         self.stages.iter().map(Stage::name).collect()
     }
 
@@ -119,6 +134,20 @@ impl Pipeline {
         for m in &mut meta[..n] {
             m.verdict = Verdict::Continue;
             m.in_port = in_port;
+        }
+        if self.fused {
+            let t = if self.profile {
+                crate::dpdk::rdtsc()
+            } else {
+                0
+            };
+            if let [Stage::Parse(parse), Stage::Route(route)] = &mut self.stages[..] {
+                route.process_fused(parse, pkts, meta, ctx);
+            }
+            if self.profile {
+                ctx.counters.stage_cycles[0].add(crate::dpdk::rdtsc() - t);
+            }
+            return;
         }
         if self.profile {
             let mut t = crate::dpdk::rdtsc();

@@ -12,6 +12,13 @@ use super::{DropReason, Meta, MetaBurst, PacketBuf, Verdict, L3};
 use crate::burst::Burst;
 use crate::wire::{self, EtherType, IpProtocol, Ipv4Packet, Ipv6Packet};
 
+/// What [`Parse::fast_v4`] reads from a plain IPv4 header (host order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastV4 {
+    pub src: u32,
+    pub dst: u32,
+}
+
 /// How deep to parse; set from what the later stages need.
 #[derive(Debug, Clone, Copy)]
 pub struct Parse {
@@ -120,6 +127,36 @@ impl Parse {
             m.hash = flow_hash(&m.key);
         }
         Ok(())
+    }
+
+    /// The fused parse+route fast path's check (see `RouteStage::process_fused`):
+    /// for an untagged IPv4 frame without options that [`Parse::parse_one`]
+    /// accepts, its header fields the route needs; `None` for anything else
+    /// (which then takes the full parse). Accepts exactly the frames
+    /// `parse_ipv4_fast` accepts (proptest `fast_v4_agrees_with_parse`).
+    #[inline(always)]
+    pub fn fast_v4(&self, data: &[u8]) -> Option<FastV4> {
+        let hdr: &[u8; 34] = data.get(..34)?.try_into().ok()?;
+        if hdr[12] != 0x08 || hdr[13] != 0x00 || hdr[14] != 0x45 {
+            return None;
+        }
+        let total = u16::from_be_bytes([hdr[16], hdr[17]]);
+        if total < 20 || usize::from(total) > data.len() - 14 {
+            return None;
+        }
+        let ip: &[u8; 20] = hdr[14..34].try_into().ok()?;
+        if self.verify_checksum && !checksum20_ok(ip) {
+            return None;
+        }
+        // parse_ipv4_fast's one other refusal: L4 ports wanted but cut short.
+        let first_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
+        if self.l4 && first_fragment && has_ports(ip[9]) && (data.len() < 38 || total < 24) {
+            return None;
+        }
+        Some(FastV4 {
+            src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
+            dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
+        })
     }
 
     /// Any frame: VLAN tags, IPv4 options, IPv6 extension headers, ARP.
@@ -419,6 +456,45 @@ mod tests {
             if ra.is_ok() {
                 proptest::prop_assert_eq!(a.key, g.key);
                 proptest::prop_assert_eq!((a.l3, a.l3_off, a.l4_off, a.flags, a.hash), (g.l3, g.l3_off, g.l4_off, g.flags, g.hash));
+            }
+        }
+
+        /// `fast_v4` (the fused parse+route check) accepts a frame exactly
+        /// when the full parse accepts it as plain untagged IPv4, and reads
+        /// the same addresses, whatever parse depth is configured.
+        #[test]
+        fn fast_v4_agrees_with_parse(
+            ttl in 1u8..=255,
+            flips in proptest::collection::vec((12usize..40, proptest::prelude::any::<u8>()), 0..3),
+            cut in proptest::option::of(0usize..50),
+            proto_tcp in proptest::prelude::any::<bool>(),
+            l4 in proptest::prelude::any::<bool>(),
+            verify_checksum in proptest::prelude::any::<bool>(),
+        ) {
+            let mut v = Vec::new();
+            let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).ipv4([10, 0, 0, 1], [198, 18, 0, 5], ttl);
+            if proto_tcp {
+                b.tcp(1, 2, 3, 4).write(&mut v, &[9; 6]).unwrap();
+            } else {
+                b.udp(1, 2).write(&mut v, &[9; 6]).unwrap();
+            }
+            for (at, x) in flips {
+                if at < v.len() {
+                    v[at] ^= x;
+                }
+            }
+            if let Some(c) = cut {
+                v.truncate(c.min(v.len()));
+            }
+            let p = Parse { l4, hash: l4, verify_checksum };
+            let mut m = new_meta_burst()[0];
+            let full = p.parse_one(&v, &mut m);
+            let plain = full.is_ok() && m.l3 == L3::Ipv4 && m.l3_off == 14 && v[14] == 0x45;
+            let fast = p.fast_v4(&v);
+            proptest::prop_assert_eq!(fast.is_some(), plain, "full parse {:?}", full);
+            if let Some(f) = fast {
+                proptest::prop_assert_eq!(f.src, m.key.src_v4());
+                proptest::prop_assert_eq!(f.dst, m.key.dst_v4());
             }
         }
     }

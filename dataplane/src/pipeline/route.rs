@@ -14,10 +14,11 @@
 //! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `key`, `hash`,
 //! `in_port`; sets `verdict`, `nexthop`.
 use super::local::{self, IcmpLimiter};
+use super::parse::Parse;
 use super::{DropReason, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
-use crate::tables::routing::{NextHop, NhKind, Routing};
+use crate::tables::routing::{NextHop, NhKind, Routing, GROUP_FLAG};
 use crate::tables::{RouteTable, MISS};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
@@ -64,78 +65,234 @@ impl RouteStage {
         ctx: &StageCtx,
     ) {
         let n = pkts.len();
-        let RouteStage { routing, limiter } = self;
-        let r = &**routing;
-        let mut a4 = [0u32; BURST_SIZE];
-        let mut i4 = [0u8; BURST_SIZE];
-        let mut n4 = 0;
-        let mut a6 = [[0u8; 16]; BURST_SIZE];
-        let mut i6 = [0u8; BURST_SIZE];
-        let mut n6 = 0;
+        let r = &*self.routing;
+        let mut look = Lookups::new();
         for (i, m) in meta[..n].iter_mut().enumerate() {
+            look.classify(r, pkts, m, i, ctx);
+        }
+        let slots = pkts.slots_mut();
+        let limiter = &mut self.limiter;
+        look.lookup_v4(r, |i, val| {
+            if let Some(p) = slots[i].as_mut() {
+                meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, false, ctx);
+            }
+        });
+        look.lookup_v6(r, |i, val| {
+            if let Some(p) = slots[i].as_mut() {
+                meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, true, ctx);
+            }
+        });
+    }
+
+    /// `parse` and `route` in one pass, for the pipeline `["route"]` (no
+    /// stage between them reads the metadata). A plain IPv4 packet
+    /// ([`Parse::fast_v4`]) is checked and looked up straight from its
+    /// header and, when its route is one resolved gateway and TTL and MTU
+    /// allow, rewritten and sent without filling its `Meta`. Everything else,
+    /// at whatever point it stops being plain, gets the full parse and then
+    /// exactly the unfused code, so verdicts, output bytes and counters are
+    /// the same as `parse` then `process` (test `dataplane/tests/fused_route.rs`).
+    #[inline]
+    pub fn process_fused<P: PacketBuf>(
+        &mut self,
+        parse: &Parse,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        ctx: &StageCtx,
+    ) {
+        const _: () = assert!(BURST_SIZE <= 32, "fast-path mask is a u32");
+        let n = pkts.len();
+        let r = &*self.routing;
+        let mut look = Lookups::new();
+        let mut fast = 0u32;
+        for (i, m) in meta[..n].iter_mut().enumerate() {
+            if let Some(p) = pkts.get(i + 3) {
+                p.prefetch();
+            }
             if m.verdict != Verdict::Continue {
                 continue;
             }
-            match m.l3 {
-                L3::Ipv4 => {
-                    let dst = m.key.dst_v4();
-                    if let Some(reason) = v4_dst_check(dst) {
-                        m.verdict = Verdict::Drop(reason);
-                    } else if v4_src_bad(m.key.src_v4()) {
-                        m.verdict = Verdict::Drop(DropReason::BadAddress);
-                    } else {
-                        a4[n4] = dst;
-                        i4[n4] = i as u8;
-                        n4 += 1;
-                    }
+            let Some(pkt) = pkts.get(i) else { continue };
+            if let Some(h) = parse.fast_v4(pkt.data()) {
+                if let Some(reason) = v4_dst_check(h.dst) {
+                    m.verdict = Verdict::Drop(reason);
+                } else if v4_src_bad(h.src) {
+                    m.verdict = Verdict::Drop(DropReason::BadAddress);
+                } else {
+                    look.push_v4(h.dst, i);
+                    fast |= 1 << i;
                 }
-                L3::Ipv6 => {
-                    let dst = Ipv6Addr::from(m.key.dst);
-                    if Ipv6Addr::from(m.key.src).is_multicast()
-                        || dst.is_loopback()
-                        || dst.is_unspecified()
-                    {
-                        m.verdict = Verdict::Drop(DropReason::BadAddress);
-                    } else if dst.is_multicast() {
-                        // Neighbour discovery to solicited-node groups etc.
-                        if let Some(p) = pkts.get_mut(i) {
-                            m.verdict = local::deliver_v6(p, m, r, ctx);
-                        }
-                    } else {
-                        a6[n6] = m.key.dst;
-                        i6[n6] = i as u8;
-                        n6 += 1;
-                    }
-                }
-                L3::Arp => {
-                    if let Some(p) = pkts.get_mut(i) {
-                        m.verdict = local::arp(p, m, r, ctx);
-                    }
-                }
-                _ => m.verdict = Verdict::Drop(DropReason::Unsupported),
+                continue;
             }
+            if let Err(reason) = parse.parse_one(pkt.data(), m) {
+                m.verdict = Verdict::Drop(reason);
+                continue;
+            }
+            look.classify(r, pkts, m, i, ctx);
         }
-        let mut res = [MISS; BURST_SIZE];
         let slots = pkts.slots_mut();
-        if n4 != 0 {
-            r.v4.lookup_bulk(&a4[..n4], &mut res[..n4]);
-            for (&i, &val) in i4[..n4].iter().zip(&res[..n4]) {
-                let i = i as usize;
-                if let Some(p) = slots[i].as_mut() {
-                    meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, false, ctx);
+        let limiter = &mut self.limiter;
+        look.lookup_v4(r, |i, val| {
+            let Some(p) = slots[i].as_mut() else { return };
+            let m = &mut meta[i];
+            if fast & (1 << i) != 0 {
+                if let Some(port) = forward_plain_v4(r, p, val) {
+                    m.nexthop = val;
+                    m.verdict = Verdict::Tx(port);
+                    return;
+                }
+                // Off the fast path: fill the metadata the general path
+                // reads (fast_v4 accepted the frame, so this parse does too).
+                if let Err(reason) = parse.parse_one(p.data(), m) {
+                    m.verdict = Verdict::Drop(reason);
+                    return;
                 }
             }
-        }
-        if n6 != 0 {
-            r.v6.lookup_bulk(&a6[..n6], &mut res[..n6]);
-            for (&i, &val) in i6[..n6].iter().zip(&res[..n6]) {
-                let i = i as usize;
-                if let Some(p) = slots[i].as_mut() {
-                    meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, true, ctx);
-                }
+            m.verdict = forward(r, limiter, p, m, val, false, ctx);
+        });
+        look.lookup_v6(r, |i, val| {
+            if let Some(p) = slots[i].as_mut() {
+                meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, true, ctx);
             }
+        });
+    }
+}
+
+/// The burst's packets waiting for a lookup, per family: address and slot.
+struct Lookups {
+    a4: [u32; BURST_SIZE],
+    i4: [u8; BURST_SIZE],
+    n4: usize,
+    a6: [[u8; 16]; BURST_SIZE],
+    i6: [u8; BURST_SIZE],
+    n6: usize,
+}
+
+impl Lookups {
+    #[inline(always)]
+    fn new() -> Self {
+        Lookups {
+            a4: [0; BURST_SIZE],
+            i4: [0; BURST_SIZE],
+            n4: 0,
+            a6: [[0; 16]; BURST_SIZE],
+            i6: [0; BURST_SIZE],
+            n6: 0,
         }
     }
+
+    #[inline(always)]
+    fn push_v4(&mut self, dst: u32, i: usize) {
+        self.a4[self.n4] = dst;
+        self.i4[self.n4] = i as u8;
+        self.n4 += 1;
+    }
+
+    /// Sorts out one parsed packet: martians and non-IP are decided here,
+    /// ARP and IPv6 multicast go to local delivery, the rest wait for the
+    /// lookup.
+    #[inline(always)]
+    fn classify<P: PacketBuf>(
+        &mut self,
+        r: &Routing,
+        pkts: &mut Burst<P>,
+        m: &mut Meta,
+        i: usize,
+        ctx: &StageCtx,
+    ) {
+        if m.verdict != Verdict::Continue {
+            return;
+        }
+        match m.l3 {
+            L3::Ipv4 => {
+                let dst = m.key.dst_v4();
+                if let Some(reason) = v4_dst_check(dst) {
+                    m.verdict = Verdict::Drop(reason);
+                } else if v4_src_bad(m.key.src_v4()) {
+                    m.verdict = Verdict::Drop(DropReason::BadAddress);
+                } else {
+                    self.push_v4(dst, i);
+                }
+            }
+            L3::Ipv6 => {
+                let dst = Ipv6Addr::from(m.key.dst);
+                if Ipv6Addr::from(m.key.src).is_multicast()
+                    || dst.is_loopback()
+                    || dst.is_unspecified()
+                {
+                    m.verdict = Verdict::Drop(DropReason::BadAddress);
+                } else if dst.is_multicast() {
+                    // Neighbour discovery to solicited-node groups etc.
+                    if let Some(p) = pkts.get_mut(i) {
+                        m.verdict = local::deliver_v6(p, m, r, ctx);
+                    }
+                } else {
+                    self.a6[self.n6] = m.key.dst;
+                    self.i6[self.n6] = i as u8;
+                    self.n6 += 1;
+                }
+            }
+            L3::Arp => {
+                if let Some(p) = pkts.get_mut(i) {
+                    m.verdict = local::arp(p, m, r, ctx);
+                }
+            }
+            _ => m.verdict = Verdict::Drop(DropReason::Unsupported),
+        }
+    }
+
+    /// One bulk IPv4 lookup; `each(slot, value)` in packet order.
+    #[inline(always)]
+    fn lookup_v4(&self, r: &Routing, mut each: impl FnMut(usize, u32)) {
+        if self.n4 == 0 {
+            return;
+        }
+        let mut res = [MISS; BURST_SIZE];
+        r.v4.lookup_bulk(&self.a4[..self.n4], &mut res[..self.n4]);
+        for (&i, &val) in self.i4[..self.n4].iter().zip(&res[..self.n4]) {
+            each(usize::from(i), val);
+        }
+    }
+
+    /// One bulk IPv6 lookup; `each(slot, value)` in packet order.
+    #[inline(always)]
+    fn lookup_v6(&self, r: &Routing, mut each: impl FnMut(usize, u32)) {
+        if self.n6 == 0 {
+            return;
+        }
+        let mut res = [MISS; BURST_SIZE];
+        r.v6.lookup_bulk(&self.a6[..self.n6], &mut res[..self.n6]);
+        for (&i, &val) in self.i6[..self.n6].iter().zip(&res[..self.n6]) {
+            each(usize::from(i), val);
+        }
+    }
+}
+
+/// The fused fast path's forwarding of a plain IPv4 packet (14-byte L2,
+/// 20-byte header): `Some(port)` when `val` is a single gateway next hop
+/// with a known MAC and the packet's TTL and length allow it — then the
+/// packet is rewritten exactly as [`forward`] does; `None` (packet
+/// untouched) for everything else, which goes the general way.
+#[inline(always)]
+fn forward_plain_v4<P: PacketBuf>(r: &Routing, pkt: &mut P, val: u32) -> Option<u16> {
+    if val & GROUP_FLAG != 0 {
+        return None; // also MISS
+    }
+    let nh = r.nexthop(val);
+    if !matches!(nh.kind, NhKind::Gateway(_)) {
+        return None;
+    }
+    let dst_mac = nh.mac()?;
+    let data = pkt.data_mut();
+    let frame: &mut [u8; 34] = data.get_mut(..34)?.try_into().ok()?;
+    let ip = &mut frame[14..34];
+    if ip[8] <= 1 || u16::from_be_bytes([ip[2], ip[3]]) > nh.mtu {
+        return None;
+    }
+    decrement_ttl_v4(ip);
+    frame[..6].copy_from_slice(&dst_mac);
+    frame[6..12].copy_from_slice(&nh.port_mac);
+    Some(nh.port)
 }
 
 /// Decides one looked-up packet.

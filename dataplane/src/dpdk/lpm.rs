@@ -1355,10 +1355,7 @@ mod tests {
     }
 
     proptest! {
-        // 32 cases per run; LPM_PROPTEST_CASES=N for a longer search.
-        #![proptest_config(ProptestConfig::with_cases(
-            std::env::var("LPM_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(32)
-        ))]
+        #![proptest_config(ProptestConfig::with_cases(crate::tables::testing::proptest_cases(32)))]
 
         #[test]
         fn fib4_matches_linear(ops in ops(v4_addr(), v4_len()), probes in prop::collection::vec(v4_addr(), 0..64)) {

@@ -559,7 +559,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(48))]
+        #![proptest_config(ProptestConfig::with_cases(crate::tables::testing::proptest_cases(48)))]
 
         #[test]
         fn acl_v4_matches_linear_scan(rules in prop::collection::vec(rule(), 0..40), seeds in seeds()) {

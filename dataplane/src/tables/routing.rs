@@ -491,7 +491,9 @@ mod tests {
 
     proptest::proptest! {
         // Each case builds a DIR-24-8 table (64 MiB): keep the count small.
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+            crate::tables::testing::proptest_cases(12)
+        ))]
 
         /// ECMP: a flow (its hash) always maps to the same member, the member
         /// is in the group, and every member of a group gets flows.

@@ -52,3 +52,13 @@ pub fn test_lock() -> MutexGuard<'static, ()> {
     test_eal();
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Cases for a proptest whose usual count is `usual`: `PROPTEST_CASES=N`
+/// overrides it for a longer search (proptest itself ignores that variable
+/// once a test sets its own count).
+pub fn proptest_cases(usual: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(usual)
+}

@@ -45,7 +45,8 @@
 #                longest matches give; TX/RX, 1.000 = nothing dropped)
 #   bench-verify scenario=route_1k app=A p0=N p1=N ok=N wrong=N missing=N
 #   bench-cycles scenario=S parse=C acl=C route=C dispatch=C total=C
-#                (TSC cycles per packet per stage, from a second, short
+#                (`parse+route=C` where the pipeline is just ["route"]: the
+#                two run as one fused pass; TSC cycles per packet per stage, from a second, short
 #                daemon run with daemon.profile_stages = true; the Mpps come
 #                from the run without it)
 #
@@ -54,6 +55,11 @@
 #   BENCH_WINDOW=5       measurement window, seconds
 #   BENCH_WINDOWS=1      windows per app; >1 reports the best one (useful when
 #                        other work shares the 2 CPUs and disturbs some windows)
+#   BENCH_ROUNDS=1       rounds per scenario: testpmd, l3fwd and the daemon
+#                        run once per round (order reversed in even rounds, so
+#                        a drifting machine favours no app); the `bench` line
+#                        then gives each app's median and a `bench-round` line
+#                        per round its own numbers
 #   BENCH_SCENARIOS=...  space/comma list (default: all known, see SCENARIOS_ALL)
 #   BENCH_NO_BUILD=1     skip `cargo build --release -p dataplane`
 #   BENCH_NO_SETUP=1     skip `bash scripts/setup.sh`
@@ -123,6 +129,7 @@ VERIFY=${BENCH_VERIFY:-1}
 ROUTE_FEED_SRC=172.16.0.0/16
 
 SCENARIOS_ALL="forward route_1k route_1m acl1k_route"
+ROUNDS=${BENCH_ROUNDS:-1}
 SCENARIOS=${BENCH_SCENARIOS:-$SCENARIOS_ALL}
 SCENARIOS=${SCENARIOS//,/ }
 
@@ -631,6 +638,37 @@ ratio() {           # ratio A B -> A/B with 3 decimals, or NA
     if (a == "NA" || b == "NA" || b + 0 == 0) print "NA"; else printf "%.3f\n", a / b }'
 }
 
+median() {          # median V... -> the median (2 decimals) of the numbers, NA if none
+  local vals
+  vals=$(printf '%s\n' "$@" | grep -v '^NA$' | sort -g)
+  [ -n "$vals" ] || { echo NA; return; }
+  awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f\n", m }' <<<"$vals"
+}
+
+# rounds SCENARIO TESTPMD_FN L3FWD_FN DATAPLANE_FN -> TP, L3, DP (medians),
+# L3_DETAIL, DP_DETAIL (last run's). Each *_FN is a command that leaves
+# MEASURED / MEASURED_DETAIL, as run_testpmd etc. do.
+rounds() {
+  local scen=$1 tp_fn=$2 l3_fn=$3 dp_fn=$4 r app tps=() l3s=() dps=()
+  local -A got
+  for ((r = 1; r <= ROUNDS; r++)); do
+    local order=(tp l3 dp)
+    ((r % 2 == 0)) && order=(dp l3 tp)
+    for app in "${order[@]}"; do
+      case $app in
+        tp) $tp_fn; got[tp]=$MEASURED ;;
+        l3) $l3_fn; got[l3]=$MEASURED; L3_DETAIL=$MEASURED_DETAIL
+            [ -n "$L3FWD_LOAD" ] && [ "$r" -eq 1 ] && echo "bench-load scenario=$scen app=l3fwd $L3FWD_LOAD" ;;
+        dp) $dp_fn; got[dp]=$MEASURED; DP_DETAIL=$MEASURED_DETAIL
+            [ -n "$DP_LOAD" ] && [ "$r" -eq 1 ] && echo "bench-load scenario=$scen app=dataplane $DP_LOAD" ;;
+      esac
+    done
+    tps+=("${got[tp]}"); l3s+=("${got[l3]}"); dps+=("${got[dp]}")
+    [ "$ROUNDS" -gt 1 ] && echo "bench-round scenario=$scen round=$r dataplane_mpps=${got[dp]} testpmd_mpps=${got[tp]} l3fwd_mpps=${got[l3]} ratio_testpmd=$(ratio "${got[dp]}" "${got[tp]}") ratio_l3fwd=$(ratio "${got[dp]}" "${got[l3]}")"
+  done
+  TP=$(median "${tps[@]}"); L3=$(median "${l3s[@]}"); DP=$(median "${dps[@]}")
+}
+
 report_line() {     # report_line SCENARIO DP_MPPS TESTPMD_MPPS L3FWD_MPPS
   local s=$1 dp=$2 tp=$3 l3=$4
   RESULTS+=("bench scenario=$s dataplane_mpps=$dp testpmd_mpps=$tp l3fwd_mpps=$l3 ratio_testpmd=$(ratio "$dp" "$tp") ratio_l3fwd=$(ratio "$dp" "$l3")")
@@ -646,17 +684,18 @@ scenario_forward() {
   # Plain forwarding: testpmd io cross-connects p0<->p1, l3fwd routes by its
   # built-in LPM table (198.18.0.0/24 -> port 0, 198.18.1.0/24 -> port 1),
   # the daemon runs its `forward` stage (p0<->p1).
-  local tp l3 dp
   make_feed forward 198.18.0.0/24 198.18.1.0/24 || { report_line forward NA NA NA; return; }
-  run_testpmd forward; tp=$MEASURED
-  run_l3fwd forward;   l3=$MEASURED
-  run_dataplane forward "$ROOT/config/bench/forward.toml"; dp=$MEASURED
-  report_line forward "$dp" "$tp" "$l3"
+  fwd_tp() { run_testpmd forward; }
+  fwd_l3() { run_l3fwd forward; }
+  fwd_dp() { run_dataplane forward "$ROOT/config/bench/forward.toml"; }
+  rounds forward fwd_tp fwd_l3 fwd_dp
+  report_line forward "$DP" "$TP" "$L3"
 }
 
 # Routing scenarios: shared pieces
 
 L3FWD_LOAD=""       # "routes=N load_ms=T" from the last l3fwd run
+TP=NA; L3=NA; DP=NA; L3_DETAIL=""; DP_DETAIL=""  # set by rounds()
 
 split_line() {      # split_line SCENARIO APP DETAIL: TX share of port 0 vs the expected one
   local scen=$1 app=$2 detail=$3
@@ -700,7 +739,7 @@ verify_split() {    # verify_split SCENARIO TEMPLATE [NAME=VALUE]...: one pass, 
 
 route_scenario() {  # route_scenario NAME ROUTES_NAME COUNT TEMPLATE [ACL_COUNT]
   local scen=$1 rname=$2 count=$3 tmpl=$4 acl=${5:-0}
-  local tp l3 dp l3detail dpdetail dpargs=()
+  local tp l3 dp dpargs=()
   make_routes "$rname" "$count" && make_route_feed "$rname" ||
     { report_line "$scen" NA NA NA; return; }
   echo "bench-tables scenario=$scen $ROUTES_SUMMARY"
@@ -714,15 +753,13 @@ route_scenario() {  # route_scenario NAME ROUTES_NAME COUNT TEMPLATE [ACL_COUNT]
     dpargs+=(ACL_RULES="$rules")
   fi
 
-  run_testpmd "$scen"; tp=$MEASURED
-  run_l3fwd "$scen" --rule_ipv4="$ROUTES.l3fwd-v4.cfg" --rule_ipv6="$ROUTES.l3fwd-v6.cfg"
-  l3=$MEASURED; l3detail=$MEASURED_DETAIL
-  [ -n "$L3FWD_LOAD" ] && echo "bench-load scenario=$scen app=l3fwd $L3FWD_LOAD"
-  run_dataplane "$scen" "$tmpl" "${dpargs[@]}"
-  dp=$MEASURED; dpdetail=$MEASURED_DETAIL
-  [ -n "$DP_LOAD" ] && echo "bench-load scenario=$scen app=dataplane $DP_LOAD"
-  split_line "$scen" l3fwd "$l3detail"
-  split_line "$scen" dataplane "$dpdetail"
+  rs_tp() { run_testpmd "$scen"; }
+  rs_l3() { run_l3fwd "$scen" --rule_ipv4="$ROUTES.l3fwd-v4.cfg" --rule_ipv6="$ROUTES.l3fwd-v6.cfg"; }
+  rs_dp() { run_dataplane "$scen" "$tmpl" "${dpargs[@]}"; }
+  rounds "$scen" rs_tp rs_l3 rs_dp
+  tp=$TP; l3=$L3; dp=$DP
+  split_line "$scen" l3fwd "$L3_DETAIL"
+  split_line "$scen" dataplane "$DP_DETAIL"
   if [ "$DP_READY" -eq 1 ]; then
     profile_dataplane "$scen" "$tmpl" "${dpargs[@]}"
   fi

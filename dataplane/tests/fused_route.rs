@@ -224,7 +224,7 @@ fn generated(args: &[&str]) -> Vec<Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(dataplane::tables::testing::proptest_cases(256)))]
 
     /// Random bursts of frames aimed at every kind of route (gateway,
     /// unresolved gateway, ECMP, connected, local, no route), with random

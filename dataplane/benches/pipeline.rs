@@ -69,6 +69,13 @@ rx = ["p0", "p1"]
     }
     if rules > 0 {
         s.push_str("[acl]\ndefault = \"allow\"\n");
+    }
+    // BENCH_ACL_RULES=FILE: these [[acl.rule]]s instead of generated ones
+    // (e.g. scripts/bench.sh's build/bench/routes/acl1k_route-acl.toml).
+    let rule_file = std::env::var("BENCH_ACL_RULES").ok().filter(|_| rules > 0);
+    if let Some(f) = &rule_file {
+        s.push_str(&std::fs::read_to_string(f).expect("BENCH_ACL_RULES file"));
+    } else if rules > 0 {
         for k in 0..rules {
             let len = [16, 24, 32][k % 3];
             let a: u32 = (172u32 << 24) | (rng.gen::<u32>() & 0x00ff_ffff);

@@ -11,7 +11,7 @@
 # config, feeds, routes and the l3fwd build under build/). Prints one line per
 # app:
 #   perf-share scenario=S app=A app_pct=X pmd_pct=Y lib_pct=Z app_per_pmd=R
-# where app counts the binary itself, lib the DPDK table libraries it calls
+# (PERF_SHARE_APPS=dataplane: the daemon only) where app counts the binary itself, lib the DPDK table libraries it calls
 # (rte_fib, rte_lpm, rte_acl), and app_per_pmd = (app + lib) / pmd.
 set -uo pipefail
 
@@ -75,7 +75,9 @@ run_one() { # run_one APP DSO_NAME THREAD_NAME CMD...
 
 sed "s|^file_prefix *=.*|file_prefix = \"perfshare-dp\"|" "$conf" >"$WORK/perf-share-$SCEN.toml"
 run_one dataplane dataplane rte-worker-1 "$DP_BIN" run --config "$WORK/perf-share-$SCEN.toml"
-if [ -x "$L3FWD_BIN" ]; then
+if [ "${PERF_SHARE_APPS:-dataplane l3fwd}" = dataplane ]; then
+  : # PERF_SHARE_APPS=dataplane: just the daemon (quicker, for A/B work)
+elif [ -x "$L3FWD_BIN" ]; then
   rules=()
   [ "$feed" != forward ] && rules=(--rule_ipv4="$WORK/routes/$feed.l3fwd-v4.cfg" --rule_ipv6="$WORK/routes/$feed.l3fwd-v6.cfg")
   mem=$(sed -n 's/^memory_mb *= *\([0-9]*\).*/\1/p' "$conf")

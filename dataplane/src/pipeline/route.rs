@@ -28,25 +28,44 @@ pub struct RouteStage {
     limiter: IcmpLimiter,
 }
 
-/// IPv4 destinations never forwarded: 0/8, 127/8, and (handled as local
-/// but not answered) multicast and limited broadcast.
+/// Martian flags per top address byte (see [`v4_martian`]).
+const DST_BAD: u8 = 1;
+const DST_LOCAL: u8 = 2;
+const SRC_BAD: u8 = 4;
+static V4_TOP: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        if i == 0 || i == 127 {
+            t[i] |= DST_BAD;
+        }
+        if i >= 224 {
+            t[i] |= DST_LOCAL | SRC_BAD;
+        }
+        if i == 127 {
+            t[i] |= SRC_BAD;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// RFC 1812 address checks on an IPv4 packet: destinations never forwarded
+/// (0/8, 127/8: `bad_address`; multicast and limited broadcast, handled as
+/// local but not answered: `local_unhandled`), then sources that must not
+/// appear on the wire (127/8, 224/3: `bad_address`, 5.3.7). One table load
+/// per address: every forwarded packet passes here.
 #[inline(always)]
-fn v4_dst_check(dst: u32) -> Option<DropReason> {
-    let top = dst >> 24;
-    if top == 0 || top == 127 {
-        Some(DropReason::BadAddress)
-    } else if top >= 224 {
+fn v4_martian(src: u32, dst: u32) -> Option<DropReason> {
+    let f = (V4_TOP[(dst >> 24) as usize] & (DST_BAD | DST_LOCAL))
+        | (V4_TOP[(src >> 24) as usize] & SRC_BAD);
+    if f == 0 {
+        None
+    } else if f & DST_LOCAL != 0 && f & DST_BAD == 0 {
         Some(DropReason::LocalUnhandled)
     } else {
-        None
+        Some(DropReason::BadAddress)
     }
-}
-
-/// Sources that must not appear on the wire (RFC 1812 5.3.7).
-#[inline(always)]
-fn v4_src_bad(src: u32) -> bool {
-    let top = src >> 24;
-    top == 127 || top >= 224
 }
 
 impl RouteStage {
@@ -72,14 +91,14 @@ impl RouteStage {
         }
         let slots = pkts.slots_mut();
         let limiter = &mut self.limiter;
-        look.lookup_v4(r, |i, val| {
+        look.lookup_v4(r, meta, |i, val, m| {
             if let Some(p) = slots[i].as_mut() {
-                meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, false, ctx);
+                m.verdict = forward(r, limiter, p, m, val, false, ctx);
             }
         });
-        look.lookup_v6(r, |i, val| {
+        look.lookup_v6(r, meta, |i, val, m| {
             if let Some(p) = slots[i].as_mut() {
-                meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, true, ctx);
+                m.verdict = forward(r, limiter, p, m, val, true, ctx);
             }
         });
     }
@@ -114,10 +133,8 @@ impl RouteStage {
             }
             let Some(pkt) = pkts.get(i) else { continue };
             if let Some(h) = parse.fast_v4(pkt.data()) {
-                if let Some(reason) = v4_dst_check(h.dst) {
+                if let Some(reason) = v4_martian(h.src, h.dst) {
                     m.verdict = Verdict::Drop(reason);
-                } else if v4_src_bad(h.src) {
-                    m.verdict = Verdict::Drop(DropReason::BadAddress);
                 } else {
                     look.push_v4(h.dst, i);
                     fast |= 1 << i;
@@ -132,9 +149,8 @@ impl RouteStage {
         }
         let slots = pkts.slots_mut();
         let limiter = &mut self.limiter;
-        look.lookup_v4(r, |i, val| {
+        look.lookup_v4(r, meta, |i, val, m| {
             let Some(p) = slots[i].as_mut() else { return };
-            let m = &mut meta[i];
             if fast & (1 << i) != 0 {
                 if let Some(port) = forward_plain_v4(r, p, val) {
                     m.nexthop = val;
@@ -150,20 +166,21 @@ impl RouteStage {
             }
             m.verdict = forward(r, limiter, p, m, val, false, ctx);
         });
-        look.lookup_v6(r, |i, val| {
+        look.lookup_v6(r, meta, |i, val, m| {
             if let Some(p) = slots[i].as_mut() {
-                meta[i].verdict = forward(r, limiter, p, &mut meta[i], val, true, ctx);
+                m.verdict = forward(r, limiter, p, m, val, true, ctx);
             }
         });
     }
 }
 
-/// The burst's packets waiting for a lookup, per family: address and slot.
+/// The burst's packets waiting for a lookup, per family: IPv4 addresses
+/// and slots; IPv6 slots (their addresses are gathered from `Meta` only when
+/// there are any, to spare v4-only bursts a 512-byte array).
 struct Lookups {
     a4: [u32; BURST_SIZE],
     i4: [u8; BURST_SIZE],
     n4: usize,
-    a6: [[u8; 16]; BURST_SIZE],
     i6: [u8; BURST_SIZE],
     n6: usize,
 }
@@ -175,7 +192,6 @@ impl Lookups {
             a4: [0; BURST_SIZE],
             i4: [0; BURST_SIZE],
             n4: 0,
-            a6: [[0; 16]; BURST_SIZE],
             i6: [0; BURST_SIZE],
             n6: 0,
         }
@@ -206,10 +222,8 @@ impl Lookups {
         match m.l3 {
             L3::Ipv4 => {
                 let dst = m.key.dst_v4();
-                if let Some(reason) = v4_dst_check(dst) {
+                if let Some(reason) = v4_martian(m.key.src_v4(), dst) {
                     m.verdict = Verdict::Drop(reason);
-                } else if v4_src_bad(m.key.src_v4()) {
-                    m.verdict = Verdict::Drop(DropReason::BadAddress);
                 } else {
                     self.push_v4(dst, i);
                 }
@@ -227,7 +241,6 @@ impl Lookups {
                         m.verdict = local::deliver_v6(p, m, r, ctx);
                     }
                 } else {
-                    self.a6[self.n6] = m.key.dst;
                     self.i6[self.n6] = i as u8;
                     self.n6 += 1;
                 }
@@ -241,29 +254,45 @@ impl Lookups {
         }
     }
 
-    /// One bulk IPv4 lookup; `each(slot, value)` in packet order.
+    /// One bulk IPv4 lookup; `each(slot, value, meta)` in packet order.
     #[inline(always)]
-    fn lookup_v4(&self, r: &Routing, mut each: impl FnMut(usize, u32)) {
+    fn lookup_v4(
+        &self,
+        r: &Routing,
+        meta: &mut MetaBurst,
+        mut each: impl FnMut(usize, u32, &mut Meta),
+    ) {
         if self.n4 == 0 {
             return;
         }
         let mut res = [MISS; BURST_SIZE];
         r.v4.lookup_bulk(&self.a4[..self.n4], &mut res[..self.n4]);
         for (&i, &val) in self.i4[..self.n4].iter().zip(&res[..self.n4]) {
-            each(usize::from(i), val);
+            let i = usize::from(i);
+            each(i, val, &mut meta[i]);
         }
     }
 
-    /// One bulk IPv6 lookup; `each(slot, value)` in packet order.
+    /// One bulk IPv6 lookup; `each(slot, value, meta)` in packet order.
     #[inline(always)]
-    fn lookup_v6(&self, r: &Routing, mut each: impl FnMut(usize, u32)) {
+    fn lookup_v6(
+        &self,
+        r: &Routing,
+        meta: &mut MetaBurst,
+        mut each: impl FnMut(usize, u32, &mut Meta),
+    ) {
         if self.n6 == 0 {
             return;
         }
+        let mut a6 = [[0u8; 16]; BURST_SIZE];
+        for (a, &i) in a6.iter_mut().zip(&self.i6[..self.n6]) {
+            *a = meta[usize::from(i)].key.dst;
+        }
         let mut res = [MISS; BURST_SIZE];
-        r.v6.lookup_bulk(&self.a6[..self.n6], &mut res[..self.n6]);
+        r.v6.lookup_bulk(&a6[..self.n6], &mut res[..self.n6]);
         for (&i, &val) in self.i6[..self.n6].iter().zip(&res[..self.n6]) {
-            each(usize::from(i), val);
+            let i = usize::from(i);
+            each(i, val, &mut meta[i]);
         }
     }
 }
@@ -407,6 +436,31 @@ mod tests {
             s = (s & 0xffff) + (s >> 16);
         }
         !(s as u16)
+    }
+
+    /// The martian table gives what the RFC 1812 compare chain gives, for
+    /// every pair of top bytes.
+    #[test]
+    fn martian_table_matches_compares() {
+        use super::{v4_martian, DropReason};
+        for d in 0..=255u32 {
+            for s in 0..=255u32 {
+                let want = if d == 0 || d == 127 {
+                    Some(DropReason::BadAddress)
+                } else if d >= 224 {
+                    Some(DropReason::LocalUnhandled)
+                } else if s == 127 || s >= 224 {
+                    Some(DropReason::BadAddress)
+                } else {
+                    None
+                };
+                assert_eq!(
+                    v4_martian((s << 24) | 1, (d << 24) | 2),
+                    want,
+                    "src {s} dst {d}"
+                );
+            }
+        }
     }
 
     proptest::proptest! {

@@ -122,8 +122,9 @@ pub trait RouteTable: Send + Sync {
 }
 
 /// rte_fib writes 8-byte next hops: look up through a stack buffer this many
-/// addresses at a time, then narrow to `u32` ids.
-const FIB_CHUNK: usize = 64;
+/// addresses at a time (one burst: the buffer is zeroed per call), then
+/// narrow to `u32` ids.
+const FIB_CHUNK: usize = crate::burst::BURST_SIZE;
 
 #[inline(always)]
 fn narrow(raw: &[u64], fib_miss: u64, out: &mut [u32]) {

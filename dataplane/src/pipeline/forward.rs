@@ -31,6 +31,34 @@ impl Forward {
         Forward { out, l2_rewrite }
     }
 
+    /// The whole-burst fast path (`Pipeline::run_and_dispatch`): when the
+    /// input port has an output and every frame holds an Ethernet header,
+    /// rewrites them all and returns the output port, without touching the
+    /// metadata; otherwise `None` with the burst untouched, and the caller
+    /// runs [`Forward::process`].
+    #[inline]
+    pub fn process_whole<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
+        let n = pkts.len();
+        let out = self.out.get(usize::from(in_port)).copied().flatten()?;
+        let slots = &mut pkts.slots_mut()[..n];
+        if slots
+            .iter()
+            .any(|s| s.as_ref().is_none_or(|p| p.data().len() < 14))
+        {
+            return None;
+        }
+        let hdr = self.l2_rewrite[usize::from(out)];
+        for i in 0..n {
+            if let Some(Some(p)) = slots.get(i + 4) {
+                p.prefetch();
+            }
+            if let Some(pkt) = slots[i].as_mut() {
+                pkt.data_mut()[..12].copy_from_slice(&hdr);
+            }
+        }
+        Some(out)
+    }
+
     /// Every packet of a burst came in on the same port (`Pipeline::run`
     /// receives one queue's burst), so the output and the new Ethernet
     /// addresses are looked up once per burst.
@@ -77,7 +105,7 @@ impl Forward {
 mod tests {
     use super::*;
     use crate::pipeline::{
-        dispatch, new_meta_burst, Collect, Pipeline, Stage, StageCtx, VecPacket,
+        dispatch, new_meta_burst, Collect, Pipeline, Stage, StageCtx, VecPacket, MAX_STAGES,
     };
     use crate::stats::WorkerCounters;
 
@@ -127,6 +155,57 @@ mod tests {
             assert!(
                 pkt.bytes[14..].iter().all(|&x| x == k as u8),
                 "payload untouched"
+            );
+        }
+    }
+
+    type Out = (Vec<(u16, Vec<u8>)>, Vec<(DropReason, Vec<u8>)>);
+
+    fn outputs(c: Collect<VecPacket>) -> Out {
+        (
+            c.sent.into_iter().map(|(p, v)| (p, v.bytes)).collect(),
+            c.dropped.into_iter().map(|(r, v)| (r, v.bytes)).collect(),
+        )
+    }
+
+    /// The worker's `run_and_dispatch` (whole-burst shortcut) sends and drops
+    /// exactly what `run` + `dispatch` do: plain bursts, bursts with a runt,
+    /// an unpaired input port, an empty burst.
+    #[test]
+    fn whole_burst_shortcut_matches_run_and_dispatch() {
+        let bursts: Vec<(u16, Vec<VecPacket>)> = vec![
+            (0, (0..32).map(frame).collect()),
+            (1, (0..7).map(frame).collect()),
+            (0, vec![frame(1), VecPacket::new(vec![9u8; 13]), frame(2)]),
+            (1, vec![VecPacket::new(vec![]), frame(3)]),
+            (2, (0..4).map(frame).collect()),
+            (0, vec![]),
+        ];
+        let c = WorkerCounters::default();
+        for (in_port, frames) in bursts {
+            let run = |shortcut: bool| {
+                let mut p = pipeline();
+                let mut b = Burst::<VecPacket>::new();
+                for f in &frames {
+                    b.push(f.clone()).unwrap();
+                }
+                let mut meta = new_meta_burst();
+                let mut out = Collect::default();
+                let ctx = StageCtx::test(&c);
+                if shortcut {
+                    p.run_and_dispatch(&mut b, &mut meta, in_port, &ctx, &mut out, MAX_STAGES);
+                } else {
+                    p.run(&mut b, &mut meta, in_port, &ctx);
+                    dispatch(&mut b, &meta, &mut out);
+                }
+                assert!(b.is_empty());
+                outputs(out)
+            };
+            assert_eq!(
+                run(true),
+                run(false),
+                "in_port {in_port}, {} frames",
+                frames.len()
             );
         }
     }

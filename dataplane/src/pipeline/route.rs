@@ -13,6 +13,10 @@
 //!
 //! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `key`, `hash`,
 //! `in_port`; sets `verdict`, `nexthop`.
+//!
+//! With nothing between `parse` and `route`, the pipeline runs both as one
+//! pass ([`RouteStage::process_fused`]): a plain IPv4 packet forwarded to a
+//! resolved gateway then only gets `verdict` and `nexthop` in its `Meta`.
 use super::local::{self, IcmpLimiter};
 use super::parse::Parse;
 use super::{DropReason, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3};

@@ -13,7 +13,7 @@ use dataplane::burst::Burst;
 use dataplane::config::{Config, Resolved};
 use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTables};
 use dataplane::pipeline::{
-    dispatch, new_meta_burst, Collect, Pipeline, StageCtx, VecPacket, Verdict,
+    dispatch, new_meta_burst, Collect, MetaBurst, Pipeline, StageCtx, VecPacket, Verdict,
 };
 use dataplane::stats::WorkerCounters;
 use etherparse::PacketBuilder;
@@ -31,6 +31,9 @@ fn route_only_config() -> String {
 struct Side {
     tables: SharedTables,
     pipeline: Pipeline,
+    /// Kept across bursts, as a worker keeps it: stale metadata from the
+    /// previous burst must not leak into the next one's verdicts.
+    meta: MetaBurst,
 }
 
 struct Pair {
@@ -53,7 +56,11 @@ fn pair() -> &'static Mutex<Pair> {
             let tables = build_tables(&cfg, &res, &macs).expect("tables");
             let (mut pipeline, _) = build_pipeline(&cfg, &res, &tables, &macs, &peers);
             pipeline.set_fused(fused);
-            Side { tables, pipeline }
+            Side {
+                tables,
+                pipeline,
+                meta: new_meta_burst(),
+            }
         };
         let fused = side(true);
         let plain = side(false);
@@ -85,16 +92,16 @@ fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64) -> Run 
         assert!(burst.push(VecPacket::new(f.clone())).is_ok());
     }
     let n = burst.len();
-    let mut meta = new_meta_burst();
+    let meta = &mut side.meta;
     let counters = WorkerCounters::default();
     let ctx = StageCtx {
         now,
         tsc_hz: 1_000_000_000,
         counters: &counters,
     };
-    side.pipeline.run(&mut burst, &mut meta, in_port, &ctx);
+    side.pipeline.run(&mut burst, meta, in_port, &ctx);
     let mut out = Collect::default();
-    dispatch(&mut burst, &meta, &mut out);
+    dispatch(&mut burst, meta, &mut out);
     let _ = &side.tables;
     Run {
         verdicts: meta[..n].iter().map(|m| m.verdict).collect(),

@@ -130,24 +130,25 @@ impl Pipeline {
         ctx: &StageCtx,
     ) {
         let n = pkts.len();
-        // Only what every stage relies on; parse initialises the rest.
-        for m in &mut meta[..n] {
-            m.verdict = Verdict::Continue;
-            m.in_port = in_port;
-        }
         if self.fused {
             let t = if self.profile {
                 crate::dpdk::rdtsc()
             } else {
                 0
             };
+            // The fused pass initialises each packet's metadata itself.
             if let [Stage::Parse(parse), Stage::Route(route)] = &mut self.stages[..] {
-                route.process_fused(parse, pkts, meta, ctx);
+                route.process_fused(parse, pkts, meta, in_port, ctx);
             }
             if self.profile {
                 ctx.counters.stage_cycles[0].add(crate::dpdk::rdtsc() - t);
             }
             return;
+        }
+        // Only what every stage relies on; parse initialises the rest.
+        for m in &mut meta[..n] {
+            m.verdict = Verdict::Continue;
+            m.in_port = in_port;
         }
         if self.profile {
             let mut t = crate::dpdk::rdtsc();

@@ -108,7 +108,8 @@ impl RouteStage {
     }
 
     /// `parse` and `route` in one pass, for the pipeline `["route"]` (no
-    /// stage between them reads the metadata). A plain IPv4 packet
+    /// stage between them reads the metadata); as the first stage it also
+    /// initialises each packet's `verdict` and `in_port`. A plain IPv4 packet
     /// ([`Parse::fast_v4`]) is checked and looked up straight from its
     /// header and, when its route is one resolved gateway and TTL and MTU
     /// allow, rewritten and sent without filling its `Meta`. Everything else,
@@ -121,6 +122,7 @@ impl RouteStage {
         parse: &Parse,
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
+        in_port: u16,
         ctx: &StageCtx,
     ) {
         const _: () = assert!(BURST_SIZE <= 32, "fast-path mask is a u32");
@@ -132,9 +134,10 @@ impl RouteStage {
             if let Some(p) = pkts.get(i + 3) {
                 p.prefetch();
             }
-            if m.verdict != Verdict::Continue {
-                continue;
-            }
+            // First stage: this pass initialises what `Pipeline::run` does
+            // for the other stages (one pass over the metadata less).
+            m.verdict = Verdict::Continue;
+            m.in_port = in_port;
             let Some(pkt) = pkts.get(i) else { continue };
             if let Some(h) = parse.fast_v4(pkt.data()) {
                 if let Some(reason) = v4_martian(h.src, h.dst) {

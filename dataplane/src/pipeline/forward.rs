@@ -34,27 +34,21 @@ impl Forward {
     /// The whole-burst fast path (`Pipeline::run_and_dispatch`): when the
     /// input port has an output and every frame holds an Ethernet header,
     /// rewrites them all and returns the output port, without touching the
-    /// metadata; otherwise `None` with the burst untouched, and the caller
-    /// runs [`Forward::process`].
+    /// metadata. Otherwise `None`, and the caller runs [`Forward::process`]
+    /// (frames before the runt are rewritten already; `process` writes the
+    /// same bytes again).
     #[inline]
     pub fn process_whole<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
         let n = pkts.len();
         let out = self.out.get(usize::from(in_port)).copied().flatten()?;
-        let slots = &mut pkts.slots_mut()[..n];
-        if slots
-            .iter()
-            .any(|s| s.as_ref().is_none_or(|p| p.data().len() < 14))
-        {
-            return None;
-        }
         let hdr = self.l2_rewrite[usize::from(out)];
+        let slots = &mut pkts.slots_mut()[..n];
         for i in 0..n {
             if let Some(Some(p)) = slots.get(i + 4) {
                 p.prefetch();
             }
-            if let Some(pkt) = slots[i].as_mut() {
-                pkt.data_mut()[..12].copy_from_slice(&hdr);
-            }
+            let l2 = slots[i].as_mut()?.data_mut().get_mut(..14)?;
+            l2[..12].copy_from_slice(&hdr);
         }
         Some(out)
     }

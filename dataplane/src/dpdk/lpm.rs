@@ -140,6 +140,45 @@ fn check_bulk(n_in: usize, n_out: usize) {
 }
 
 // ---------------------------------------------------------------------------
+// The top-of-address-space workaround shared by Fib4 and Fib6.
+
+/// What [`with_inner_removed`] needs of a RIB-backed table.
+trait RibRoutes {
+    type Ip: Copy;
+    /// The routes strictly inside `ip/depth`: `(prefix, depth, next hop)`.
+    fn inner_routes(&self, ip: Self::Ip, depth: u8) -> Vec<(Self::Ip, u8, u64)>;
+    fn raw_add(&mut self, ip: Self::Ip, depth: u8, nh: u64) -> Result<(), DpdkError>;
+    fn raw_delete(&mut self, ip: Self::Ip, depth: u8) -> Result<(), DpdkError>;
+}
+
+/// Runs `op` on the top-ending prefix `ip/depth` with the routes inside it
+/// taken out (deepest first, so none of them has routes inside it when
+/// removed), then puts them back (shallowest first); see [`Fib4`]'s doc.
+fn with_inner_removed<T: RibRoutes>(
+    t: &mut T,
+    ip: T::Ip,
+    depth: u8,
+    op: impl FnOnce(&mut T) -> Result<(), DpdkError>,
+) -> Result<(), DpdkError> {
+    let mut inner = t.inner_routes(ip, depth);
+    if inner.is_empty() {
+        return op(t);
+    }
+    inner.sort_by_key(|r| std::cmp::Reverse(r.1));
+    for &(p, d, _) in &inner {
+        t.raw_delete(p, d)?;
+    }
+    let res = op(t);
+    let mut restore = Ok(());
+    for &(p, d, nh) in inner.iter().rev() {
+        if let Err(e) = t.raw_add(p, d, nh) {
+            restore = restore.and(Err(e));
+        }
+    }
+    res.and(restore)
+}
+
+// ---------------------------------------------------------------------------
 // Fib4: rte_fib, DIR-24-8, 4-byte next hops.
 
 /// IPv4 FIB over `rte_fib` (DIR-24-8, 4-byte next hops).
@@ -244,83 +283,10 @@ impl Fib4 {
         unsafe { !dpdk_sys::rte_rib_lookup_exact(self.rib(), masked, depth).is_null() }
     }
 
-    /// The routes strictly inside `ip/depth`: `(prefix, depth, next hop)`.
-    fn inner_routes(&self, ip: u32, depth: u8) -> Vec<(u32, u8, u64)> {
-        let rib = self.rib();
-        let mut out = Vec::new();
-        let mut node = std::ptr::null_mut();
-        loop {
-            // SAFETY: the RIB is live and not modified during the walk; node
-            // is NULL or the node the previous call returned.
-            node = unsafe {
-                dpdk_sys::rte_rib_get_nxt(
-                    rib,
-                    ip,
-                    depth,
-                    node,
-                    dpdk_sys::RTE_RIB_GET_NXT_ALL as i32,
-                )
-            };
-            if node.is_null() {
-                return out;
-            }
-            let (mut nip, mut nd, mut nh) = (0u32, 0u8, 0u64);
-            // SAFETY: node is a valid node of the live RIB; the getters
-            // write into locals.
-            unsafe {
-                dpdk_sys::rte_rib_get_ip(node, &mut nip);
-                dpdk_sys::rte_rib_get_depth(node, &mut nd);
-                dpdk_sys::rte_rib_get_nh(node, &mut nh);
-            }
-            out.push((nip, nd, nh));
-        }
-    }
-
-    fn raw_add(&mut self, ip: u32, depth: u8, nh: u64) -> Result<(), DpdkError> {
-        if depth > 24 && !self.contains(ip, depth) {
-            // Count the tbl8 reservation (see the type's doc): first add with
-            // a next hop no covering route has, then set the real one.
-            self.raw_add_once(ip, depth, Self::MISS)?;
-        }
-        self.raw_add_once(ip, depth, nh)
-    }
-
     fn raw_add_once(&mut self, ip: u32, depth: u8, nh: u64) -> Result<(), DpdkError> {
         // SAFETY: raw is a live fib and we hold &mut self: no lookup runs.
         let rc = unsafe { dpdk_sys::rte_fib_add(self.raw.as_ptr(), ip, depth, nh) };
         error::check("rte_fib_add", rc).map(|_| ())
-    }
-
-    fn raw_delete(&mut self, ip: u32, depth: u8) -> Result<(), DpdkError> {
-        // SAFETY: raw is a live fib and we hold &mut self: no lookup runs.
-        let rc = unsafe { dpdk_sys::rte_fib_delete(self.raw.as_ptr(), ip, depth) };
-        error::check("rte_fib_delete", rc).map(|_| ())
-    }
-
-    /// Runs `op` on the top-ending prefix `ip/depth` with the routes inside
-    /// it taken out (see the type's doc), then puts them back.
-    fn with_inner_removed(
-        &mut self,
-        ip: u32,
-        depth: u8,
-        op: impl FnOnce(&mut Fib4) -> Result<(), DpdkError>,
-    ) -> Result<(), DpdkError> {
-        let mut inner = self.inner_routes(ip, depth);
-        if inner.is_empty() {
-            return op(self);
-        }
-        inner.sort_by_key(|r| std::cmp::Reverse(r.1));
-        for &(p, d, _) in &inner {
-            self.raw_delete(p, d)?;
-        }
-        let res = op(self);
-        let mut restore = Ok(());
-        for &(p, d, nh) in inner.iter().rev() {
-            if let Err(e) = self.raw_add(p, d, nh) {
-                restore = restore.and(Err(e));
-            }
-        }
-        res.and(restore)
     }
 
     /// Adds `prefix/depth -> nh`, replacing the next hop of an existing route.
@@ -335,7 +301,7 @@ impl Fib4 {
         if depth == 0 {
             self.default_nh = Some(nh);
         } else if ends_at_top4(ip, depth) {
-            self.with_inner_removed(ip, depth, |f| f.raw_add(ip, depth, u64::from(nh)))?;
+            with_inner_removed(self, ip, depth, |f| f.raw_add(ip, depth, u64::from(nh)))?;
         } else {
             self.raw_add(ip, depth, u64::from(nh))?;
         }
@@ -353,7 +319,7 @@ impl Fib4 {
         if depth == 0 {
             self.default_nh = None;
         } else if ends_at_top4(ip, depth) {
-            self.with_inner_removed(ip, depth, |f| f.raw_delete(ip, depth))?;
+            with_inner_removed(self, ip, depth, |f| f.raw_delete(ip, depth))?;
         } else {
             self.raw_delete(ip, depth)?;
         }
@@ -420,6 +386,57 @@ impl Fib4 {
         TBL24_ENTRIES * 4
             + tbl8s * TBL8_GROUP_ENTRIES * 4
             + 2 * self.cfg.max_routes as usize * RIB_NODE_BYTES
+    }
+}
+
+impl RibRoutes for Fib4 {
+    type Ip = u32;
+
+    /// The routes strictly inside `ip/depth`: `(prefix, depth, next hop)`.
+    fn inner_routes(&self, ip: u32, depth: u8) -> Vec<(u32, u8, u64)> {
+        let rib = self.rib();
+        let mut out = Vec::new();
+        let mut node = std::ptr::null_mut();
+        loop {
+            // SAFETY: the RIB is live and not modified during the walk; node
+            // is NULL or the node the previous call returned.
+            node = unsafe {
+                dpdk_sys::rte_rib_get_nxt(
+                    rib,
+                    ip,
+                    depth,
+                    node,
+                    dpdk_sys::RTE_RIB_GET_NXT_ALL as i32,
+                )
+            };
+            if node.is_null() {
+                return out;
+            }
+            let (mut nip, mut nd, mut nh) = (0u32, 0u8, 0u64);
+            // SAFETY: node is a valid node of the live RIB; the getters
+            // write into locals.
+            unsafe {
+                dpdk_sys::rte_rib_get_ip(node, &mut nip);
+                dpdk_sys::rte_rib_get_depth(node, &mut nd);
+                dpdk_sys::rte_rib_get_nh(node, &mut nh);
+            }
+            out.push((nip, nd, nh));
+        }
+    }
+
+    fn raw_add(&mut self, ip: u32, depth: u8, nh: u64) -> Result<(), DpdkError> {
+        if depth > 24 && !self.contains(ip, depth) {
+            // Count the tbl8 reservation (see the type's doc): first add with
+            // a next hop no covering route has, then set the real one.
+            self.raw_add_once(ip, depth, Self::MISS)?;
+        }
+        self.raw_add_once(ip, depth, nh)
+    }
+
+    fn raw_delete(&mut self, ip: u32, depth: u8) -> Result<(), DpdkError> {
+        // SAFETY: raw is a live fib and we hold &mut self: no lookup runs.
+        let rc = unsafe { dpdk_sys::rte_fib_delete(self.raw.as_ptr(), ip, depth) };
+        error::check("rte_fib_delete", rc).map(|_| ())
     }
 }
 
@@ -667,77 +684,6 @@ impl Fib6 {
         unsafe { !dpdk_sys::rte_rib6_lookup_exact(self.rib(), masked.as_ptr(), depth).is_null() }
     }
 
-    /// The routes strictly inside `ip/depth`: `(prefix, depth, next hop)`.
-    fn inner_routes(&self, ip: &[u8; 16], depth: u8) -> Vec<([u8; 16], u8, u64)> {
-        let rib = self.rib();
-        let mut out = Vec::new();
-        let mut node = std::ptr::null_mut();
-        loop {
-            // SAFETY: the RIB is live and not modified during the walk; node
-            // is NULL or the node the previous call returned; ip is 16 bytes.
-            node = unsafe {
-                dpdk_sys::rte_rib6_get_nxt(
-                    rib,
-                    ip.as_ptr(),
-                    depth,
-                    node,
-                    dpdk_sys::RTE_RIB6_GET_NXT_ALL as i32,
-                )
-            };
-            if node.is_null() {
-                return out;
-            }
-            let (mut nip, mut nd, mut nh) = ([0u8; 16], 0u8, 0u64);
-            // SAFETY: node is a valid node of the live RIB; the getters
-            // write into locals (nip has the 16 bytes get_ip writes).
-            unsafe {
-                dpdk_sys::rte_rib6_get_ip(node, nip.as_mut_ptr());
-                dpdk_sys::rte_rib6_get_depth(node, &mut nd);
-                dpdk_sys::rte_rib6_get_nh(node, &mut nh);
-            }
-            out.push((nip, nd, nh));
-        }
-    }
-
-    fn raw_add(&mut self, ip: &[u8; 16], depth: u8, nh: u64) -> Result<(), DpdkError> {
-        // SAFETY: raw is a live fib6, we hold &mut self (no lookup runs); ip
-        // is 16 readable bytes.
-        let rc = unsafe { dpdk_sys::rte_fib6_add(self.raw.as_ptr(), ip.as_ptr(), depth, nh) };
-        error::check("rte_fib6_add", rc).map(|_| ())
-    }
-
-    fn raw_delete(&mut self, ip: &[u8; 16], depth: u8) -> Result<(), DpdkError> {
-        // SAFETY: raw is a live fib6, we hold &mut self; ip is 16 bytes.
-        let rc = unsafe { dpdk_sys::rte_fib6_delete(self.raw.as_ptr(), ip.as_ptr(), depth) };
-        error::check("rte_fib6_delete", rc).map(|_| ())
-    }
-
-    /// Runs `op` on the top-ending prefix `ip/depth` with the routes inside
-    /// it taken out (deepest first), then puts them back (shallowest first).
-    fn with_inner_removed(
-        &mut self,
-        ip: &[u8; 16],
-        depth: u8,
-        op: impl FnOnce(&mut Fib6) -> Result<(), DpdkError>,
-    ) -> Result<(), DpdkError> {
-        let mut inner = self.inner_routes(ip, depth);
-        if inner.is_empty() {
-            return op(self);
-        }
-        inner.sort_by_key(|r| std::cmp::Reverse(r.1));
-        for (p, d, _) in &inner {
-            self.raw_delete(p, *d)?;
-        }
-        let res = op(self);
-        let mut restore = Ok(());
-        for (p, d, nh) in inner.iter().rev() {
-            if let Err(e) = self.raw_add(p, *d, *nh) {
-                restore = restore.and(Err(e));
-            }
-        }
-        res.and(restore)
-    }
-
     /// Adds `prefix/depth -> nh`, replacing the next hop of an existing route.
     pub fn add(&mut self, prefix: [u8; 16], depth: u8, nh: u32) -> Result<(), DpdkError> {
         check_depth("rte_fib6_add", depth, 128)?;
@@ -750,9 +696,9 @@ impl Fib6 {
         if depth == 0 {
             self.default_nh = Some(nh);
         } else if ends_at_top6(&ip, depth) {
-            self.with_inner_removed(&ip, depth, |f| f.raw_add(&ip, depth, u64::from(nh)))?;
+            with_inner_removed(self, ip, depth, |f| f.raw_add(ip, depth, u64::from(nh)))?;
         } else {
-            self.raw_add(&ip, depth, u64::from(nh))?;
+            self.raw_add(ip, depth, u64::from(nh))?;
         }
         self.routes += usize::from(new);
         Ok(())
@@ -768,9 +714,9 @@ impl Fib6 {
         if depth == 0 {
             self.default_nh = None;
         } else if ends_at_top6(&ip, depth) {
-            self.with_inner_removed(&ip, depth, |f| f.raw_delete(&ip, depth))?;
+            with_inner_removed(self, ip, depth, |f| f.raw_delete(ip, depth))?;
         } else {
-            self.raw_delete(&ip, depth)?;
+            self.raw_delete(ip, depth)?;
         }
         self.routes -= 1;
         Ok(true)
@@ -832,6 +778,55 @@ impl Fib6 {
             + (tbl8s + 1) * TBL8_GROUP_ENTRIES * 4
             + tbl8s * 4
             + 2 * self.cfg.max_routes as usize * RIB_NODE_BYTES
+    }
+}
+
+impl RibRoutes for Fib6 {
+    type Ip = [u8; 16];
+
+    /// The routes strictly inside `ip/depth`: `(prefix, depth, next hop)`.
+    fn inner_routes(&self, ip: [u8; 16], depth: u8) -> Vec<([u8; 16], u8, u64)> {
+        let rib = self.rib();
+        let mut out = Vec::new();
+        let mut node = std::ptr::null_mut();
+        loop {
+            // SAFETY: the RIB is live and not modified during the walk; node
+            // is NULL or the node the previous call returned; ip is 16 bytes.
+            node = unsafe {
+                dpdk_sys::rte_rib6_get_nxt(
+                    rib,
+                    ip.as_ptr(),
+                    depth,
+                    node,
+                    dpdk_sys::RTE_RIB6_GET_NXT_ALL as i32,
+                )
+            };
+            if node.is_null() {
+                return out;
+            }
+            let (mut nip, mut nd, mut nh) = ([0u8; 16], 0u8, 0u64);
+            // SAFETY: node is a valid node of the live RIB; the getters
+            // write into locals (nip has the 16 bytes get_ip writes).
+            unsafe {
+                dpdk_sys::rte_rib6_get_ip(node, nip.as_mut_ptr());
+                dpdk_sys::rte_rib6_get_depth(node, &mut nd);
+                dpdk_sys::rte_rib6_get_nh(node, &mut nh);
+            }
+            out.push((nip, nd, nh));
+        }
+    }
+
+    fn raw_add(&mut self, ip: [u8; 16], depth: u8, nh: u64) -> Result<(), DpdkError> {
+        // SAFETY: raw is a live fib6, we hold &mut self (no lookup runs); ip
+        // is 16 readable bytes.
+        let rc = unsafe { dpdk_sys::rte_fib6_add(self.raw.as_ptr(), ip.as_ptr(), depth, nh) };
+        error::check("rte_fib6_add", rc).map(|_| ())
+    }
+
+    fn raw_delete(&mut self, ip: [u8; 16], depth: u8) -> Result<(), DpdkError> {
+        // SAFETY: raw is a live fib6, we hold &mut self; ip is 16 bytes.
+        let rc = unsafe { dpdk_sys::rte_fib6_delete(self.raw.as_ptr(), ip.as_ptr(), depth) };
+        error::check("rte_fib6_delete", rc).map(|_| ())
     }
 }
 

@@ -422,6 +422,22 @@ mod tests {
         }
     }
 
+    /// A small TCP or UDP over IPv4 frame for the fast-path proptests.
+    fn tcp_or_udp4(ttl: u8, tcp: bool) -> Vec<u8> {
+        let mut v = Vec::new();
+        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).ipv4(
+            [10, 0, 0, 1],
+            [198, 18, 0, 5],
+            ttl,
+        );
+        if tcp {
+            b.tcp(1, 2, 3, 4).write(&mut v, &[9; 6]).unwrap();
+        } else {
+            b.udp(1, 2).write(&mut v, &[9; 6]).unwrap();
+        }
+        v
+    }
+
     proptest::proptest! {
         /// The IPv4 fast path decides exactly like the general walk, on
         /// valid and corrupted headers alike.
@@ -432,13 +448,7 @@ mod tests {
             cut in proptest::option::of(0usize..50),
             proto_tcp in proptest::prelude::any::<bool>(),
         ) {
-            let mut v = Vec::new();
-            let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).ipv4([10, 0, 0, 1], [198, 18, 0, 5], ttl);
-            if proto_tcp {
-                b.tcp(1, 2, 3, 4).write(&mut v, &[9; 6]).unwrap();
-            } else {
-                b.udp(1, 2).write(&mut v, &[9; 6]).unwrap();
-            }
+            let mut v = tcp_or_udp4(ttl, proto_tcp);
             if let Some((at, x)) = flip {
                 if at < v.len() {
                     v[at] ^= x;
@@ -471,13 +481,7 @@ mod tests {
             l4 in proptest::prelude::any::<bool>(),
             verify_checksum in proptest::prelude::any::<bool>(),
         ) {
-            let mut v = Vec::new();
-            let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).ipv4([10, 0, 0, 1], [198, 18, 0, 5], ttl);
-            if proto_tcp {
-                b.tcp(1, 2, 3, 4).write(&mut v, &[9; 6]).unwrap();
-            } else {
-                b.udp(1, 2).write(&mut v, &[9; 6]).unwrap();
-            }
+            let mut v = tcp_or_udp4(ttl, proto_tcp);
             for (at, x) in flips {
                 if at < v.len() {
                     v[at] ^= x;

@@ -242,11 +242,13 @@ impl Parse {
 fn checksum20_ok(h: &[u8; 20]) -> bool {
     let w = |i: usize| u64::from(u32::from_ne_bytes(h[i..i + 4].try_into().expect("4 bytes")));
     let mut s = w(0) + w(4) + w(8) + w(12) + w(16);
+    // Fold 64 -> 32 bits twice (the first fold can carry), then 32 -> 16
+    // with the end-around carry in one add: the high half of x + rotl16(x)
+    // is hi + lo + carry(lo + hi), as Linux's csum_fold does.
     s = (s & 0xffff_ffff) + (s >> 32);
-    s = (s & 0xffff) + (s >> 16);
-    s = (s & 0xffff) + (s >> 16);
-    s = (s & 0xffff) + (s >> 16);
-    s == 0xffff
+    s = (s & 0xffff_ffff) + (s >> 32);
+    let x = s as u32;
+    x.wrapping_add(x.rotate_left(16)) >> 16 == 0xffff
 }
 
 /// Protocols whose first four L4 bytes are source and destination ports.
@@ -419,6 +421,29 @@ mod tests {
             proptest::prop_assert!(ra.is_ok() && rb.is_ok());
             proptest::prop_assert_eq!(a.key, b.key);
             proptest::prop_assert_eq!(a.hash, b.hash);
+        }
+    }
+
+    proptest::proptest! {
+        /// The folded check agrees with a plain 16-bit one's-complement sum.
+        #[test]
+        fn checksum20_matches_reference(h in proptest::prelude::any::<[u8; 20]>(), fix in proptest::prelude::any::<bool>()) {
+            let mut h = h;
+            let sum16 = |h: &[u8; 20]| {
+                let mut s: u32 = h.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], c[1]]))).sum();
+                while s > 0xffff {
+                    s = (s & 0xffff) + (s >> 16);
+                }
+                s
+            };
+            if fix {
+                // Make it valid: checksum = complement of the sum without it.
+                h[10] = 0;
+                h[11] = 0;
+                let c = !(sum16(&h) as u16);
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+            }
+            proptest::prop_assert_eq!(checksum20_ok(&h), sum16(&h) == 0xffff);
         }
     }
 

@@ -142,13 +142,88 @@ fn check_bulk(n_in: usize, n_out: usize) {
 // ---------------------------------------------------------------------------
 // The top-of-address-space workaround shared by Fib4 and Fib6.
 
-/// What [`with_inner_removed`] needs of a RIB-backed table.
+/// What a table keeps beside DPDK: its route count, and the default route
+/// (which never reaches DPDK: see [`Fib4`]'s doc).
+#[derive(Debug, Default)]
+struct RibBook {
+    routes: usize,
+    default_nh: Option<u32>,
+}
+
+/// What the shared add/delete ([`rib_add`], [`rib_delete`]) need of a
+/// RIB-backed table (`Fib4`, `Fib6`).
 trait RibRoutes {
-    type Ip: Copy;
+    type Ip: Copy + PartialEq;
+    /// The all-ones address: prefixes ending there hit the wrap.
+    const TOP: Self::Ip;
+    const MAX_DEPTH: u8;
+    const MAX_NEXTHOP: u32;
+    /// DPDK call names for errors.
+    const ADD: &'static str;
+    const DELETE: &'static str;
+    fn mask(ip: Self::Ip, depth: u8) -> Self::Ip;
+    fn book(&self) -> &RibBook;
+    fn book_mut(&mut self) -> &mut RibBook;
+    fn max_routes(&self) -> usize;
+    /// Whether the RIB holds exactly `masked/depth` (depth >= 1).
+    fn in_rib(&self, masked: Self::Ip, depth: u8) -> bool;
     /// The routes strictly inside `ip/depth`: `(prefix, depth, next hop)`.
     fn inner_routes(&self, ip: Self::Ip, depth: u8) -> Vec<(Self::Ip, u8, u64)>;
     fn raw_add(&mut self, ip: Self::Ip, depth: u8, nh: u64) -> Result<(), DpdkError>;
     fn raw_delete(&mut self, ip: Self::Ip, depth: u8) -> Result<(), DpdkError>;
+
+    fn contains(&self, masked: Self::Ip, depth: u8) -> bool {
+        if depth == 0 {
+            self.book().default_nh.is_some()
+        } else {
+            self.in_rib(masked, depth)
+        }
+    }
+
+    /// Whether `masked/depth` (depth >= 1) ends at the top address.
+    fn ends_at_top(masked: Self::Ip, depth: u8) -> bool {
+        masked == Self::mask(Self::TOP, depth)
+    }
+}
+
+/// Adds `prefix/depth -> nh`, replacing the next hop of an existing route:
+/// `/0` stays in the book, a top-ending prefix is changed with the routes
+/// inside it taken out, anything else is one DPDK call.
+fn rib_add<T: RibRoutes>(t: &mut T, prefix: T::Ip, depth: u8, nh: u32) -> Result<(), DpdkError> {
+    check_depth(T::ADD, depth, T::MAX_DEPTH)?;
+    check_nh(T::ADD, nh, T::MAX_NEXTHOP)?;
+    let ip = T::mask(prefix, depth);
+    let new = !t.contains(ip, depth);
+    if new && t.book().routes >= t.max_routes() {
+        return Err(error::from_errno(T::ADD, libc::ENOSPC));
+    }
+    if depth == 0 {
+        t.book_mut().default_nh = Some(nh);
+    } else if T::ends_at_top(ip, depth) {
+        with_inner_removed(t, ip, depth, |t| t.raw_add(ip, depth, u64::from(nh)))?;
+    } else {
+        t.raw_add(ip, depth, u64::from(nh))?;
+    }
+    t.book_mut().routes += usize::from(new);
+    Ok(())
+}
+
+/// Removes `prefix/depth`; `Ok(false)` when there was no such route.
+fn rib_delete<T: RibRoutes>(t: &mut T, prefix: T::Ip, depth: u8) -> Result<bool, DpdkError> {
+    check_depth(T::DELETE, depth, T::MAX_DEPTH)?;
+    let ip = T::mask(prefix, depth);
+    if !t.contains(ip, depth) {
+        return Ok(false);
+    }
+    if depth == 0 {
+        t.book_mut().default_nh = None;
+    } else if T::ends_at_top(ip, depth) {
+        with_inner_removed(t, ip, depth, |t| t.raw_delete(ip, depth))?;
+    } else {
+        t.raw_delete(ip, depth)?;
+    }
+    t.book_mut().routes -= 1;
+    Ok(true)
 }
 
 /// Runs `op` on the top-ending prefix `ip/depth` with the routes inside it
@@ -215,8 +290,7 @@ fn with_inner_removed<T: RibRoutes>(
 pub struct Fib4 {
     raw: NonNull<dpdk_sys::rte_fib>,
     cfg: LpmConfig,
-    routes: usize,
-    default_nh: Option<u32>,
+    book: RibBook,
 }
 
 // SAFETY: the rte_fib is owned by this value alone. Lookups (`&self`) only
@@ -225,11 +299,6 @@ pub struct Fib4 {
 unsafe impl Send for Fib4 {}
 // SAFETY: as above: shared access is read-only.
 unsafe impl Sync for Fib4 {}
-
-/// Whether `ip/depth` (masked, depth >= 1) ends at 255.255.255.255.
-fn ends_at_top4(ip: u32, depth: u8) -> bool {
-    depth >= 1 && ip == mask4(u32::MAX, depth)
-}
 
 impl Fib4 {
     /// The default next hop: what lookups return where no route matches.
@@ -262,8 +331,7 @@ impl Fib4 {
         Ok(Fib4 {
             raw,
             cfg,
-            routes: 0,
-            default_nh: None,
+            book: RibBook::default(),
         })
     }
 
@@ -274,15 +342,6 @@ impl Fib4 {
         rib
     }
 
-    fn contains(&self, masked: u32, depth: u8) -> bool {
-        if depth == 0 {
-            return self.default_nh.is_some();
-        }
-        // SAFETY: the RIB is live and only read here (no writer runs while
-        // we hold &self or &mut self).
-        unsafe { !dpdk_sys::rte_rib_lookup_exact(self.rib(), masked, depth).is_null() }
-    }
-
     fn raw_add_once(&mut self, ip: u32, depth: u8, nh: u64) -> Result<(), DpdkError> {
         // SAFETY: raw is a live fib and we hold &mut self: no lookup runs.
         let rc = unsafe { dpdk_sys::rte_fib_add(self.raw.as_ptr(), ip, depth, nh) };
@@ -291,40 +350,12 @@ impl Fib4 {
 
     /// Adds `prefix/depth -> nh`, replacing the next hop of an existing route.
     pub fn add(&mut self, prefix: u32, depth: u8, nh: u32) -> Result<(), DpdkError> {
-        check_depth("rte_fib_add", depth, 32)?;
-        check_nh("rte_fib_add", nh, Self::MAX_NEXTHOP)?;
-        let ip = mask4(prefix, depth);
-        let new = !self.contains(ip, depth);
-        if new && self.routes >= self.cfg.max_routes as usize {
-            return Err(error::from_errno("rte_fib_add", libc::ENOSPC));
-        }
-        if depth == 0 {
-            self.default_nh = Some(nh);
-        } else if ends_at_top4(ip, depth) {
-            with_inner_removed(self, ip, depth, |f| f.raw_add(ip, depth, u64::from(nh)))?;
-        } else {
-            self.raw_add(ip, depth, u64::from(nh))?;
-        }
-        self.routes += usize::from(new);
-        Ok(())
+        rib_add(self, prefix, depth, nh)
     }
 
     /// Removes `prefix/depth`; `Ok(false)` when there was no such route.
     pub fn delete(&mut self, prefix: u32, depth: u8) -> Result<bool, DpdkError> {
-        check_depth("rte_fib_delete", depth, 32)?;
-        let ip = mask4(prefix, depth);
-        if !self.contains(ip, depth) {
-            return Ok(false);
-        }
-        if depth == 0 {
-            self.default_nh = None;
-        } else if ends_at_top4(ip, depth) {
-            with_inner_removed(self, ip, depth, |f| f.raw_delete(ip, depth))?;
-        } else {
-            self.raw_delete(ip, depth)?;
-        }
-        self.routes -= 1;
-        Ok(true)
+        rib_delete(self, prefix, depth)
     }
 
     /// Looks up every address of `ips` (host order) into `out`: the next hop,
@@ -349,7 +380,7 @@ impl Fib4 {
             )
         };
         debug_assert_eq!(rc, 0);
-        if let Some(d) = self.default_nh {
+        if let Some(d) = self.book.default_nh {
             for e in out.iter_mut() {
                 if *e == Self::MISS {
                     *e = u64::from(d);
@@ -367,11 +398,11 @@ impl Fib4 {
 
     /// Routes in the table.
     pub fn len(&self) -> usize {
-        self.routes
+        self.book.routes
     }
 
     pub fn is_empty(&self) -> bool {
-        self.routes == 0
+        self.book.routes == 0
     }
 
     pub fn config(&self) -> LpmConfig {
@@ -391,6 +422,33 @@ impl Fib4 {
 
 impl RibRoutes for Fib4 {
     type Ip = u32;
+    const TOP: u32 = u32::MAX;
+    const MAX_DEPTH: u8 = 32;
+    const MAX_NEXTHOP: u32 = Fib4::MAX_NEXTHOP;
+    const ADD: &'static str = "rte_fib_add";
+    const DELETE: &'static str = "rte_fib_delete";
+
+    fn mask(ip: u32, depth: u8) -> u32 {
+        mask4(ip, depth)
+    }
+
+    fn book(&self) -> &RibBook {
+        &self.book
+    }
+
+    fn book_mut(&mut self) -> &mut RibBook {
+        &mut self.book
+    }
+
+    fn max_routes(&self) -> usize {
+        self.cfg.max_routes as usize
+    }
+
+    fn in_rib(&self, masked: u32, depth: u8) -> bool {
+        // SAFETY: the RIB is live and only read here (no writer runs while
+        // we hold &self or &mut self).
+        unsafe { !dpdk_sys::rte_rib_lookup_exact(self.rib(), masked, depth).is_null() }
+    }
 
     /// The routes strictly inside `ip/depth`: `(prefix, depth, next hop)`.
     fn inner_routes(&self, ip: u32, depth: u8) -> Vec<(u32, u8, u64)> {
@@ -622,19 +680,13 @@ impl Drop for Lpm4 {
 pub struct Fib6 {
     raw: NonNull<dpdk_sys::rte_fib6>,
     cfg: LpmConfig,
-    routes: usize,
-    default_nh: Option<u32>,
+    book: RibBook,
 }
 
 // SAFETY: as for Fib4: owned alone, lookups read only, writers need &mut.
 unsafe impl Send for Fib6 {}
 // SAFETY: as above.
 unsafe impl Sync for Fib6 {}
-
-/// Whether `ip/depth` (masked, depth >= 1) ends at ffff:...:ffff.
-fn ends_at_top6(ip: &[u8; 16], depth: u8) -> bool {
-    depth >= 1 && *ip == mask6([0xff; 16], depth)
-}
 
 impl Fib6 {
     /// The default next hop, returned where no route matches (largest value
@@ -663,8 +715,7 @@ impl Fib6 {
         Ok(Fib6 {
             raw,
             cfg,
-            routes: 0,
-            default_nh: None,
+            book: RibBook::default(),
         })
     }
 
@@ -675,51 +726,14 @@ impl Fib6 {
         rib
     }
 
-    fn contains(&self, masked: &[u8; 16], depth: u8) -> bool {
-        if depth == 0 {
-            return self.default_nh.is_some();
-        }
-        // SAFETY: the RIB is live and only read; masked points to 16
-        // readable bytes.
-        unsafe { !dpdk_sys::rte_rib6_lookup_exact(self.rib(), masked.as_ptr(), depth).is_null() }
-    }
-
     /// Adds `prefix/depth -> nh`, replacing the next hop of an existing route.
     pub fn add(&mut self, prefix: [u8; 16], depth: u8, nh: u32) -> Result<(), DpdkError> {
-        check_depth("rte_fib6_add", depth, 128)?;
-        check_nh("rte_fib6_add", nh, Self::MAX_NEXTHOP)?;
-        let ip = mask6(prefix, depth);
-        let new = !self.contains(&ip, depth);
-        if new && self.routes >= self.cfg.max_routes as usize {
-            return Err(error::from_errno("rte_fib6_add", libc::ENOSPC));
-        }
-        if depth == 0 {
-            self.default_nh = Some(nh);
-        } else if ends_at_top6(&ip, depth) {
-            with_inner_removed(self, ip, depth, |f| f.raw_add(ip, depth, u64::from(nh)))?;
-        } else {
-            self.raw_add(ip, depth, u64::from(nh))?;
-        }
-        self.routes += usize::from(new);
-        Ok(())
+        rib_add(self, prefix, depth, nh)
     }
 
     /// Removes `prefix/depth`; `Ok(false)` when there was no such route.
     pub fn delete(&mut self, prefix: [u8; 16], depth: u8) -> Result<bool, DpdkError> {
-        check_depth("rte_fib6_delete", depth, 128)?;
-        let ip = mask6(prefix, depth);
-        if !self.contains(&ip, depth) {
-            return Ok(false);
-        }
-        if depth == 0 {
-            self.default_nh = None;
-        } else if ends_at_top6(&ip, depth) {
-            with_inner_removed(self, ip, depth, |f| f.raw_delete(ip, depth))?;
-        } else {
-            self.raw_delete(ip, depth)?;
-        }
-        self.routes -= 1;
-        Ok(true)
+        rib_delete(self, prefix, depth)
     }
 
     /// Looks up every address of `ips` into `out`: the next hop, or
@@ -742,7 +756,7 @@ impl Fib6 {
             )
         };
         debug_assert_eq!(rc, 0);
-        if let Some(d) = self.default_nh {
+        if let Some(d) = self.book.default_nh {
             for e in out[..ips.len()].iter_mut() {
                 if *e == Self::MISS {
                     *e = u64::from(d);
@@ -758,11 +772,11 @@ impl Fib6 {
     }
 
     pub fn len(&self) -> usize {
-        self.routes
+        self.book.routes
     }
 
     pub fn is_empty(&self) -> bool {
-        self.routes == 0
+        self.book.routes == 0
     }
 
     pub fn config(&self) -> LpmConfig {
@@ -783,6 +797,32 @@ impl Fib6 {
 
 impl RibRoutes for Fib6 {
     type Ip = [u8; 16];
+    const TOP: [u8; 16] = [0xff; 16];
+    const MAX_DEPTH: u8 = 128;
+    const MAX_NEXTHOP: u32 = Fib6::MAX_NEXTHOP;
+    const ADD: &'static str = "rte_fib6_add";
+    const DELETE: &'static str = "rte_fib6_delete";
+
+    fn mask(ip: [u8; 16], depth: u8) -> [u8; 16] {
+        mask6(ip, depth)
+    }
+
+    fn book(&self) -> &RibBook {
+        &self.book
+    }
+
+    fn book_mut(&mut self) -> &mut RibBook {
+        &mut self.book
+    }
+
+    fn max_routes(&self) -> usize {
+        self.cfg.max_routes as usize
+    }
+
+    fn in_rib(&self, masked: [u8; 16], depth: u8) -> bool {
+        // SAFETY: the RIB is live and only read; masked is 16 readable bytes.
+        unsafe { !dpdk_sys::rte_rib6_lookup_exact(self.rib(), masked.as_ptr(), depth).is_null() }
+    }
 
     /// The routes strictly inside `ip/depth`: `(prefix, depth, next hop)`.
     fn inner_routes(&self, ip: [u8; 16], depth: u8) -> Vec<([u8; 16], u8, u64)> {

@@ -36,15 +36,15 @@ share() {
   awk -v pat="$1" '$1 ~ /%$/ && $2 ~ pat { sub("%", "", $1); s += $1 } END { printf "%.2f", s + 0 }' "$2"
 }
 
-# profile APP PID TID: perf on thread TID for SECONDS_PER_APP, then the line
+# profile APP TID DSO: perf on thread TID for SECONDS_PER_APP, then the line
 profile() {
-  local app=$1 tid=$3 data=$WORK/perf-share-$SCEN-$1
+  local app=$1 tid=$2 data=$WORK/perf-share-$SCEN-$1
   perf record -q -o "$data.data" -t "$tid" -- sleep "$SECONDS_PER_APP" >/dev/null 2>&1
   perf report -i "$data.data" --no-children --stdio --sort dso 2>/dev/null >"$data.txt"
   local pmd lib own
   pmd=$(share 'librte_net_pcap' "$data.txt")
   lib=$(share 'librte_(fib|lpm|acl|rib|hash)' "$data.txt")
-  own=$(share "^$4\$" "$data.txt")
+  own=$(share "^$3\$" "$data.txt")
   echo "perf-share scenario=$SCEN app=$app app_pct=$own pmd_pct=$pmd lib_pct=$lib app_per_pmd=$(awk -v a="$own" -v l="$lib" -v p="$pmd" 'BEGIN { if (p > 0) printf "%.3f", (a + l) / p; else print "NA" }')"
 }
 
@@ -66,7 +66,7 @@ run_one() { # run_one APP DSO_NAME THREAD_NAME CMD...
   local pid=$! tid
   sleep 4 # start + warm-up
   if tid=$(thread_of "$pid" "$tname"); then
-    profile "$app" "$pid" "$tid" "$dso"
+    profile "$app" "$tid" "$dso"
   else
     echo "perf-share: no thread $tname in $app (log $WORK/perf-share-$SCEN-$app.log)" >&2
   fi
@@ -91,7 +91,7 @@ elif [ -x "$L3FWD_BIN" ]; then
     </dev/null >"$WORK/perf-share-$SCEN-l3fwd.log" 2>&1 &
   pid=$!
   sleep 4
-  profile l3fwd "$pid" "$pid" 'l3fwd(-shared)?'
+  profile l3fwd "$pid" 'l3fwd(-shared)?'
   kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 else
   echo "perf-share: l3fwd not built ($L3FWD_BIN): run scripts/bench.sh first" >&2

@@ -69,6 +69,10 @@ rx = ["p0", "p1"]
     }
     if rules > 0 {
         s.push_str("[acl]\ndefault = \"allow\"\n");
+        // BENCH_ACL_FLOW_CACHE=N: the flow cache's size (0 = none).
+        if let Ok(n) = std::env::var("BENCH_ACL_FLOW_CACHE") {
+            let _ = writeln!(s, "flow_cache = {n}");
+        }
     }
     // BENCH_ACL_RULES=FILE: these [[acl.rule]]s instead of generated ones
     // (e.g. scripts/bench.sh's build/bench/routes/acl1k_route-acl.toml).

@@ -428,6 +428,22 @@ pub struct AclConfig {
     /// Rules in order; the first match wins.
     #[serde(default)]
     pub rule: Vec<AclRuleConfig>,
+    /// Entries of each worker's exact-match flow cache in front of the
+    /// classifier (0 turns it off; rounded up to a power of two).
+    #[serde(default = "default_acl_flow_cache")]
+    pub flow_cache: Spanned<usize>,
+}
+
+fn default_acl_flow_cache() -> Spanned<usize> {
+    Spanned::new(0..0, AclConfig::DEFAULT_FLOW_CACHE)
+}
+
+impl AclConfig {
+    /// 8,192 entries: 512 KiB per worker, enough for the active flows of a
+    /// busy port without crowding the route tables out of L2.
+    pub const DEFAULT_FLOW_CACHE: usize = 8192;
+    /// 2^24 entries (1 GiB per worker) at most.
+    pub const MAX_FLOW_CACHE: usize = 1 << 24;
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -649,6 +665,8 @@ pub struct Resolved {
     /// ACL rules in order, and the default action.
     pub acl_rules: Vec<crate::tables::AclRule>,
     pub acl_default: Option<crate::tables::AclAction>,
+    /// Entries of each worker's ACL flow cache (0 = none).
+    pub acl_flow_cache: usize,
     /// Routes (config `[[route.static]]` then `routes_file`), static neighbours.
     pub routes: Vec<crate::tables::routing::RouteSpec>,
     pub neighbors: Vec<(u16, std::net::IpAddr, [u8; 6])>,
@@ -986,6 +1004,7 @@ impl Config {
             forward_out,
             acl_rules: Vec::new(),
             acl_default: None,
+            acl_flow_cache: 0,
             routes: Vec::new(),
             neighbors: Vec::new(),
         })
@@ -1037,6 +1056,19 @@ impl Config {
                 action: action(r.action),
             });
         }
+        let cache = &acl.flow_cache;
+        if *cache.get_ref() > AclConfig::MAX_FLOW_CACHE {
+            return Err(loc.error(
+                cache.span(),
+                Some("acl.flow_cache".into()),
+                format!(
+                    "{} entries is more than the {} allowed",
+                    cache.get_ref(),
+                    AclConfig::MAX_FLOW_CACHE
+                ),
+            ));
+        }
+        res.acl_flow_cache = *cache.get_ref();
         res.acl_default = Some(action(acl.default));
         Ok(())
     }
@@ -1659,6 +1691,24 @@ mac = "02:00:00:00:00:01"
             res.neighbors,
             vec![(0, "10.0.1.2".parse().unwrap(), [2, 0, 0, 0, 0, 1])]
         );
+    }
+
+    #[test]
+    fn acl_flow_cache_size() {
+        let (_, res) = Config::parse(ROUTER, "r.toml").unwrap();
+        assert_eq!(res.acl_flow_cache, AclConfig::DEFAULT_FLOW_CACHE);
+        let off = router_bad(
+            r#"default = "allow""#,
+            "default = \"allow\"\nflow_cache = 0",
+        );
+        assert_eq!(Config::parse(&off, "r.toml").unwrap().1.acl_flow_cache, 0);
+        let big = router_bad(
+            r#"default = "allow""#,
+            "default = \"allow\"\nflow_cache = 99999999",
+        );
+        let (line, field, msg) = err(&big);
+        assert_eq!((line, field.as_str()), (20, "acl.flow_cache"));
+        assert!(msg.contains("99999999 entries"), "{msg}");
     }
 
     #[test]

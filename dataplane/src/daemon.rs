@@ -5,13 +5,14 @@
 use crate::config::{self, Config, Hugepages, Resolved, StageKind};
 use crate::dpdk::port::PortConfig;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
-use crate::pipeline::acl::AclStage;
+use crate::pipeline::acl::{AclCounters, AclStage};
 use crate::pipeline::forward::Forward;
 use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
 use crate::pipeline::{Pipeline, Stage};
-use crate::stats::Counter;
-use crate::stats::{self, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats};
+use crate::stats::{
+    self, AclCacheReport, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats,
+};
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
 use crate::tables::{AclTable, RouteBackend, RouteConfig};
 use crate::worker::Worker;
@@ -213,14 +214,14 @@ pub fn build_tables(cfg: &Config, res: &Resolved, port_macs: &[[u8; 6]]) -> Resu
     Ok(t)
 }
 
-/// One worker's pipeline; returns it with the worker's ACL hit counters.
+/// One worker's pipeline; returns it with the worker's ACL counters.
 pub fn build_pipeline(
     cfg: &Config,
     res: &Resolved,
     tables: &SharedTables,
     port_macs: &[[u8; 6]],
     peer_macs: &[[u8; 6]],
-) -> (Pipeline, Option<Arc<[Counter]>>) {
+) -> (Pipeline, Option<Arc<AclCounters>>) {
     let mut stages = Vec::new();
     let mut hits = None;
     let kinds = cfg.stages();
@@ -254,8 +255,8 @@ pub fn build_pipeline(
             }
             StageKind::Acl => {
                 let table = tables.acl.clone().expect("ACL built for an acl stage");
-                let s = AclStage::new(table);
-                hits = Some(s.hits());
+                let s = AclStage::new(table, res.acl_flow_cache);
+                hits = Some(s.counters());
                 stages.push(Stage::Acl(s));
             }
             StageKind::Route => {
@@ -512,6 +513,11 @@ pub fn run(
         drops,
         events: stats::event_totals(&snaps),
         acl_hits: sum_hits(&acl_hits),
+        acl_flow_cache: AclCacheReport {
+            entries_per_worker: res.acl_flow_cache,
+            hits: acl_hits.iter().map(|c| c.cache_hits.get()).sum(),
+            misses: acl_hits.iter().map(|c| c.cache_misses.get()).sum(),
+        },
         tables: table_report(&tables),
         cycles_per_packet: if cfg.daemon.profile_stages {
             cycles_per_packet(&stage_names, &snaps, rx)
@@ -557,10 +563,10 @@ fn cycles_per_packet(
     m
 }
 
-fn sum_hits(per_worker: &[Arc<[Counter]>]) -> Vec<u64> {
-    let n = per_worker.first().map_or(0, |h| h.len());
+fn sum_hits(per_worker: &[Arc<AclCounters>]) -> Vec<u64> {
+    let n = per_worker.first().map_or(0, |h| h.rules.len());
     (0..n)
-        .map(|i| per_worker.iter().map(|h| h[i].get()).sum())
+        .map(|i| per_worker.iter().map(|h| h.rules[i].get()).sum())
         .collect()
 }
 

@@ -136,6 +136,14 @@ pub struct MempoolReport {
     pub in_use: u32,
 }
 
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AclCacheReport {
+    /// Configured size (0: no cache, every packet goes to rte_acl).
+    pub entries_per_worker: usize,
+    pub hits: u64,
+    pub misses: u64,
+}
+
 /// What the daemon prints (and writes as JSON) when it stops.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FinalReport {
@@ -148,6 +156,8 @@ pub struct FinalReport {
     pub rx_mpps: f64,
     /// Hits per ACL rule (index order), summed over workers; last = default.
     pub acl_hits: Vec<u64>,
+    /// The ACL's flow cache, summed over workers.
+    pub acl_flow_cache: AclCacheReport,
     /// Table sizes and memory.
     pub tables: BTreeMap<String, u64>,
     /// With `daemon.profile_stages`: TSC cycles per received packet spent in

@@ -1,68 +1,142 @@
 //! `acl`: the firewall stage. Classifies every IPv4/IPv6 packet of the burst
-//! with rte_acl in one call per family (first matching rule wins, else the
-//! default action) and drops denied packets as `acl_deny`. ARP and packets
-//! already decided pass untouched. Each rule has a per-worker hit counter.
+//! (first matching rule wins, else the default action) and drops denied
+//! packets as `acl_deny`. ARP and packets already decided pass untouched.
+//! Each rule has a per-worker hit counter.
+//!
+//! A per-worker exact-match [`FlowCache`] answers for flows seen recently;
+//! only the packets it misses go to rte_acl, in one call per family, and
+//! their answers are cached. The cache is optional (`acl.flow_cache = 0`
+//! turns it off) and never changes a verdict, only its cost.
 //!
 //! Meta: reads `verdict`, `l3`, `key`; sets `verdict = Drop(acl_deny)`.
+use super::parse::flow_hash;
 use super::{DropReason, MetaBurst, StageCtx, Verdict, L3};
 use crate::burst::BURST_SIZE;
 use crate::stats::Counter;
-use crate::tables::{AclAction, AclTable};
+use crate::tables::flow_cache::Probe;
+use crate::tables::{AclAction, AclTable, FlowCache};
 use std::sync::Arc;
+
+/// One worker's ACL counters (written by the worker, read by the control
+/// thread).
+#[derive(Debug)]
+pub struct AclCounters {
+    /// Hits per rule index; the last slot counts default-action packets.
+    pub rules: Box<[Counter]>,
+    /// Packets the flow cache answered.
+    pub cache_hits: Counter,
+    /// Packets the flow cache did not answer (classified by rte_acl).
+    pub cache_misses: Counter,
+}
 
 pub struct AclStage {
     table: Arc<AclTable>,
-    /// Hits per rule index; the last slot counts default-action packets.
-    hits: Arc<[Counter]>,
+    cache: Option<FlowCache>,
+    counters: Arc<AclCounters>,
 }
 
 impl AclStage {
-    /// A worker's instance over the shared table, with its own counters.
-    pub fn new(table: Arc<AclTable>) -> Self {
+    /// A worker's instance over the shared table, with its own counters and,
+    /// when `cache_entries > 0`, its own flow cache of that many entries.
+    pub fn new(table: Arc<AclTable>, cache_entries: usize) -> Self {
         let n = table.rules().len() + 1;
-        let hits: Arc<[Counter]> = (0..n).map(|_| Counter::default()).collect();
-        AclStage { table, hits }
+        let counters = Arc::new(AclCounters {
+            rules: (0..n).map(|_| Counter::default()).collect(),
+            cache_hits: Counter::default(),
+            cache_misses: Counter::default(),
+        });
+        let cache = (cache_entries > 0).then(|| FlowCache::new(cache_entries));
+        AclStage {
+            table,
+            cache,
+            counters,
+        }
     }
 
-    /// This worker's hit counters (read by the control thread).
-    pub fn hits(&self) -> Arc<[Counter]> {
-        self.hits.clone()
+    /// This worker's counters (read by the control thread).
+    pub fn counters(&self) -> Arc<AclCounters> {
+        self.counters.clone()
+    }
+
+    /// Counts a classification result and applies its action.
+    #[inline(always)]
+    fn apply(&self, rule: u32, verdict: &mut Verdict) {
+        let default_slot = self.counters.rules.len() - 1;
+        let slot = if rule == AclTable::NONE {
+            default_slot
+        } else {
+            (rule as usize).min(default_slot)
+        };
+        self.counters.rules[slot].add(1);
+        if self.table.action(rule) == AclAction::Deny {
+            *verdict = Verdict::Drop(DropReason::AclDeny);
+        }
     }
 
     /// Classifies the first `len` packets of the burst.
     #[inline]
     pub fn process(&mut self, len: usize, meta: &mut MetaBurst, _ctx: &StageCtx) {
+        // The packets to classify: positions, families and cache hashes.
         let mut idx = [0u8; BURST_SIZE];
-        let mut res = [0u32; BURST_SIZE];
+        let mut v6 = [false; BURST_SIZE];
+        let mut hash = [0u32; BURST_SIZE];
         let mut n = 0;
-        {
-            let mut keys = [&meta[0].key; BURST_SIZE];
-            let mut v6 = [false; BURST_SIZE];
-            for (i, m) in meta[..len].iter().enumerate() {
-                if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
-                    keys[n] = &m.key;
-                    v6[n] = m.l3 == L3::Ipv6;
-                    idx[n] = i as u8;
-                    n += 1;
+        for (i, m) in meta[..len].iter().enumerate() {
+            if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
+                idx[n] = i as u8;
+                v6[n] = m.l3 == L3::Ipv6;
+                n += 1;
+            }
+        }
+        if n == 0 {
+            return;
+        }
+        // Cache pass in three sweeps so that memory loads overlap: hash and
+        // prefetch each bucket, match tags and prefetch each key, compare
+        // keys. What misses is compacted to the front of idx/v6/hash.
+        let mut misses = n;
+        if let Some(cache) = &self.cache {
+            for j in 0..n {
+                hash[j] = flow_hash(&meta[idx[j] as usize].key);
+                cache.prefetch(hash[j]);
+            }
+            let mut probe = [Probe::default(); BURST_SIZE];
+            for j in 0..n {
+                probe[j] = cache.probe(hash[j], v6[j]);
+            }
+            misses = 0;
+            for j in 0..n {
+                let m = &mut meta[idx[j] as usize];
+                match cache.resolve(probe[j], &m.key) {
+                    Some(rule) => self.apply(rule, &mut m.verdict),
+                    None => {
+                        idx[misses] = idx[j];
+                        v6[misses] = v6[j];
+                        hash[misses] = hash[j];
+                        misses += 1;
+                    }
                 }
             }
-            if n == 0 {
+            self.counters.cache_hits.add((n - misses) as u64);
+            self.counters.cache_misses.add(misses as u64);
+            if misses == 0 {
                 return;
             }
-            self.table
-                .classify_bulk(&keys[..n], &v6[..n], &mut res[..n]);
         }
-        let default_slot = self.hits.len() - 1;
-        for (&i, &r) in idx[..n].iter().zip(&res[..n]) {
-            let slot = if r == AclTable::NONE {
-                default_slot
-            } else {
-                (r as usize).min(default_slot)
-            };
-            self.hits[slot].add(1);
-            if self.table.action(r) == AclAction::Deny {
-                meta[i as usize].verdict = Verdict::Drop(DropReason::AclDeny);
+        let mut res = [0u32; BURST_SIZE];
+        {
+            let keys: [_; BURST_SIZE] =
+                std::array::from_fn(|j| &meta[idx[j.min(misses - 1)] as usize].key);
+            self.table
+                .classify_bulk(&keys[..misses], &v6[..misses], &mut res[..misses]);
+        }
+        for j in 0..misses {
+            let m = &mut meta[idx[j] as usize];
+            if let Some(cache) = &mut self.cache {
+                cache.insert(hash[j], &m.key, v6[j], res[j]);
             }
+            let rule = res[j];
+            self.apply(rule, &mut m.verdict);
         }
     }
 }

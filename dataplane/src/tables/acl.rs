@@ -571,6 +571,62 @@ mod tests {
             check_family(rules, &seeds, true)?;
         }
 
+        /// The ACL stage with a flow cache (tiny, so that sets collide and
+        /// evict) gives every packet the same verdict and every rule the same
+        /// hit count as the stage without one, over bursts that repeat flows;
+        /// and both agree with the linear scan.
+        #[test]
+        fn flow_cache_never_changes_a_verdict(
+            rules in prop::collection::vec(rule(), 0..30),
+            flows in prop::collection::vec((any::<u128>(), any::<bool>()), 1..24),
+            picks in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..200),
+            entries in 1usize..20,
+        ) {
+            use crate::pipeline::acl::AclStage;
+            use crate::pipeline::{new_meta_burst, DropReason, StageCtx, Verdict, L3};
+            use crate::stats::WorkerCounters;
+            let _g = test_lock();
+            let t = std::sync::Arc::new(AclTable::build(rules, AclAction::Deny).unwrap());
+            let keys: Vec<(FlowKey, bool)> = flows
+                .iter()
+                .map(|&(rnd, v6)| (packet_near(t.rules().get(rnd as usize % 4), v6, rnd), v6))
+                .collect();
+            let mut cached = AclStage::new(t.clone(), entries);
+            let mut plain = AclStage::new(t.clone(), 0);
+            let wc = WorkerCounters::default();
+            let ctx = StageCtx::test(&wc);
+            for burst in picks.chunks(crate::burst::BURST_SIZE) {
+                let mut meta = new_meta_burst();
+                for (m, (i, kind)) in meta.iter_mut().zip(burst) {
+                    let (k, v6) = keys[i.index(keys.len())];
+                    m.key = k;
+                    m.l3 = if v6 { L3::Ipv6 } else { L3::Ipv4 };
+                    // Some packets are not the ACL's business.
+                    match kind {
+                        0 => m.l3 = L3::Arp,
+                        1 => m.verdict = Verdict::Tx(1),
+                        _ => {}
+                    }
+                }
+                let mut meta2 = meta;
+                cached.process(burst.len(), &mut meta, &ctx);
+                plain.process(burst.len(), &mut meta2, &ctx);
+                for (j, (a, b)) in meta.iter().zip(&meta2).take(burst.len()).enumerate() {
+                    prop_assert_eq!(a.verdict, b.verdict, "packet {}", j);
+                    if matches!(a.l3, L3::Ipv4 | L3::Ipv6) && matches!(burst[j].1, 2..) {
+                        let want = t.action(t.classify_naive(&a.key, a.l3 == L3::Ipv6));
+                        prop_assert_eq!(a.verdict == Verdict::Drop(DropReason::AclDeny), want == AclAction::Deny);
+                    }
+                }
+            }
+            let (c, p) = (cached.counters(), plain.counters());
+            let hits = |c: &crate::pipeline::acl::AclCounters| c.rules.iter().map(|h| h.get()).collect::<Vec<_>>();
+            prop_assert_eq!(hits(&c), hits(&p));
+            let classified: u64 = hits(&p).iter().sum();
+            prop_assert_eq!(c.cache_hits.get() + c.cache_misses.get(), classified);
+            prop_assert_eq!(p.cache_hits.get() + p.cache_misses.get(), 0);
+        }
+
         #[test]
         fn classify_bulk_mixed(rules in prop::collection::vec(rule(), 0..20), seeds in prop::collection::vec((any::<u128>(), any::<bool>()), 0..150)) {
             let _g = test_lock();

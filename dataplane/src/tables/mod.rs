@@ -7,6 +7,7 @@
 //! Tables are built by the control plane and read by workers through `&self`;
 //! a change means building a new table and swapping it in between bursts.
 pub mod acl;
+pub mod flow_cache;
 pub mod neighbor;
 pub mod prefix;
 pub mod route;
@@ -14,6 +15,7 @@ pub mod routing;
 pub mod testing;
 
 pub use acl::{AclAction, AclRule, AclTable};
+pub use flow_cache::FlowCache;
 pub use prefix::Prefix;
 pub use route::{Route4, Route6, RouteBackend, RouteConfig, RouteTable, MISS};
 pub use testing::test_eal;

@@ -1,0 +1,313 @@
+//! An exact-match flow cache: the ACL's answer for flows seen recently, so a
+//! packet of a known flow skips rte_acl's trie walk (Open vSwitch's EMC in
+//! front of its classifier is the same idea).
+//!
+//! It is written here rather than taken from `rte_hash` because it is a
+//! cache, not a map: a fixed 2-way set-associative array that never fails an
+//! insert (it evicts), needs no lock (one per worker) and probes one cache
+//! line for the common hit; rte_hash's bulk lookup costs about as much as the
+//! classification it would save.
+//!
+//! A hit is exact: the whole [`FlowKey`] and the address family are
+//! compared, so the cached answer is the one the classifier would give for
+//! the same key. The cache belongs to one worker's stage instance over one
+//! immutable [`super::AclTable`]; a new table means a new stage and an empty
+//! cache.
+use crate::pipeline::FlowKey;
+
+/// Ways per bucket: a bucket's tags and values fill one cache line.
+const WAYS: usize = 8;
+
+/// The tags and values of one bucket: a lookup reads this line, then the
+/// key of the one way whose tag matches.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Bucket {
+    /// 0 = empty; else a hash-derived tag with the family in bit 0.
+    tags: [u32; WAYS],
+    values: [u32; WAYS],
+}
+
+/// A per-worker exact-match cache from (family, [`FlowKey`]) to a `u32`:
+/// 8-way set associative, random replacement (a cyclic scan of more flows
+/// than a set holds would miss every time under LRU).
+pub struct FlowCache {
+    buckets: Box<[Bucket]>,
+    /// `keys[b * WAYS + w]` is the key of way `w` of bucket `b`.
+    keys: Box<[FlowKey]>,
+    mask: u32,
+    /// Picks the way to evict (xorshift).
+    rng: u32,
+}
+
+/// A probe in flight: the bucket's candidate way, if a tag matched.
+#[derive(Clone, Copy, Default)]
+pub struct Probe {
+    slot: u32,
+    tag: u32,
+    found: bool,
+}
+
+impl FlowCache {
+    /// A cache of at least `entries` entries (rounded up to a power of two,
+    /// at least 8). Each entry costs 48 bytes.
+    pub fn new(entries: usize) -> FlowCache {
+        let buckets = entries.div_ceil(WAYS).max(1).next_power_of_two();
+        FlowCache {
+            buckets: vec![Bucket::default(); buckets].into_boxed_slice(),
+            keys: vec![FlowKey::default(); buckets * WAYS].into_boxed_slice(),
+            mask: buckets as u32 - 1,
+            rng: 0x9e37_79b9,
+        }
+    }
+
+    /// How many entries it holds at most.
+    pub fn capacity(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Never 0, so 0 marks an empty way; bit 0 is the family, so an IPv4 key
+    /// never answers for an IPv6 key with the same bytes.
+    #[inline(always)]
+    fn tag(hash: u32, is_v6: bool) -> u32 {
+        (hash | 2) & !1 | is_v6 as u32
+    }
+
+    #[inline(always)]
+    fn bucket_index(&self, hash: u32) -> usize {
+        // The mask keeps the index in bounds.
+        (hash & self.mask) as usize
+    }
+
+    /// Step 1 of a lookup, for a whole burst before step 2: hints the CPU to
+    /// load the bucket `hash` maps to.
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u32) {
+        crate::dpdk::prefetch(&self.buckets[self.bucket_index(hash)]);
+    }
+
+    /// Step 2: finds the way whose tag matches and hints the CPU to load its
+    /// key.
+    #[inline(always)]
+    pub fn probe(&self, hash: u32, is_v6: bool) -> Probe {
+        let b = self.bucket_index(hash);
+        let t = Self::tag(hash, is_v6);
+        let tags = &self.buckets[b].tags;
+        // Branch-free over the 8 tags (the compiler makes it one vector
+        // compare); the last matching way wins, there is normally one.
+        let mut way = WAYS;
+        for (w, &x) in tags.iter().enumerate() {
+            if x == t {
+                way = w;
+            }
+        }
+        if way == WAYS {
+            return Probe::default();
+        }
+        let slot = b * WAYS + way;
+        crate::dpdk::prefetch(&self.keys[slot]);
+        Probe {
+            slot: slot as u32,
+            tag: t,
+            found: true,
+        }
+    }
+
+    /// Step 3: the value cached for `key`, if the probe's way holds it.
+    #[inline(always)]
+    pub fn resolve(&self, probe: Probe, key: &FlowKey) -> Option<u32> {
+        if !probe.found {
+            return None;
+        }
+        let slot = probe.slot as usize;
+        let bucket = &self.buckets[slot / WAYS];
+        if same_key(&self.keys[slot], key) {
+            return Some(bucket.values[slot % WAYS]);
+        }
+        // Two keys of one bucket with the same tag (rare): check the others.
+        let base = slot - slot % WAYS;
+        (0..WAYS)
+            .find(|&w| bucket.tags[w] == probe.tag && same_key(&self.keys[base + w], key))
+            .map(|w| bucket.values[w])
+    }
+
+    /// The value cached for `key` (hashed to `hash` by the caller, the same
+    /// way on every call), if any: the three steps at once.
+    #[inline]
+    pub fn get(&self, hash: u32, key: &FlowKey, is_v6: bool) -> Option<u32> {
+        self.resolve(self.probe(hash, is_v6), key)
+    }
+
+    /// Caches `value` for `key`: in place if the key is there, else in an
+    /// empty way, else over a randomly chosen way.
+    #[inline]
+    pub fn insert(&mut self, hash: u32, key: &FlowKey, is_v6: bool, value: u32) {
+        let b = self.bucket_index(hash);
+        let t = Self::tag(hash, is_v6);
+        let tags = self.buckets[b].tags;
+        let base = b * WAYS;
+        let way = match (0..WAYS).find(|&w| tags[w] == t && same_key(&self.keys[base + w], key)) {
+            Some(w) => w,
+            None => match tags.iter().position(|&x| x == 0) {
+                Some(w) => w,
+                None => {
+                    self.rng ^= self.rng << 13;
+                    self.rng ^= self.rng >> 17;
+                    self.rng ^= self.rng << 5;
+                    self.rng as usize % WAYS
+                }
+            },
+        };
+        let bucket = &mut self.buckets[b];
+        bucket.tags[way] = t;
+        bucket.values[way] = value;
+        self.keys[base + way] = *key;
+    }
+}
+
+/// Key equality as five 64-bit compares (the derived `==` compares field by
+/// field and calls `bcmp` for the address arrays).
+#[inline(always)]
+fn same_key(a: &FlowKey, b: &FlowKey) -> bool {
+    let w = |k: &FlowKey| {
+        let head = u64::from(k.proto)
+            | u64::from(k._pad) << 8
+            | u64::from(k.vlan_be) << 16
+            | u64::from(k.sport_be) << 32
+            | u64::from(k.dport_be) << 48;
+        let half = |x: &[u8; 16], i: usize| u64::from_ne_bytes(x[i..i + 8].try_into().unwrap());
+        [
+            head,
+            half(&k.src, 0),
+            half(&k.src, 8),
+            half(&k.dst, 0),
+            half(&k.dst, 8),
+        ]
+    };
+    let (x, y) = (w(a), w(b));
+    x.iter().zip(&y).fold(0, |acc, (p, q)| acc | (p ^ q)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::parse::flow_hash;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn key(n: u32) -> FlowKey {
+        let mut k = FlowKey {
+            proto: 17,
+            sport_be: 1000u16.to_be(),
+            dport_be: 53u16.to_be(),
+            ..FlowKey::default()
+        };
+        k.src[..4].copy_from_slice(&n.to_be_bytes());
+        k
+    }
+
+    #[test]
+    fn bucket_is_one_line() {
+        assert_eq!(std::mem::size_of::<Bucket>(), 64);
+        assert_eq!(FlowCache::new(1).capacity(), 8);
+        assert_eq!(FlowCache::new(8192).capacity(), 8192);
+        assert_eq!(FlowCache::new(8193).capacity(), 16384);
+    }
+
+    #[test]
+    fn same_key_sees_every_byte() {
+        let k = key(1);
+        assert!(same_key(&k, &k));
+        let mut bytes = 0;
+        for f in 0..7 {
+            for bit in 0..128 {
+                let mut o = k;
+                match f {
+                    0 if bit < 8 => o.proto ^= 1 << bit,
+                    1 if bit < 8 => o._pad ^= 1 << bit,
+                    2 if bit < 16 => o.vlan_be ^= 1 << bit,
+                    3 if bit < 16 => o.sport_be ^= 1 << bit,
+                    4 if bit < 16 => o.dport_be ^= 1 << bit,
+                    5 => o.src[bit / 8] ^= 1 << (bit % 8),
+                    6 => o.dst[bit / 8] ^= 1 << (bit % 8),
+                    _ => continue,
+                }
+                assert!(!same_key(&k, &o), "field {f} bit {bit}");
+                bytes += 1;
+            }
+        }
+        assert_eq!(bytes, 40 * 8);
+    }
+
+    #[test]
+    fn hit_miss_and_family() {
+        let mut c = FlowCache::new(64);
+        let k = key(7);
+        let h = flow_hash(&k);
+        assert_eq!(c.get(h, &k, false), None);
+        c.insert(h, &k, false, 42);
+        assert_eq!(c.get(h, &k, false), Some(42));
+        assert_eq!(c.get(h, &k, true), None, "same bytes, other family");
+        c.insert(h, &k, true, 9);
+        assert_eq!(
+            (c.get(h, &k, false), c.get(h, &k, true)),
+            (Some(42), Some(9))
+        );
+        c.insert(h, &k, true, 10);
+        assert_eq!(c.get(h, &k, true), Some(10), "re-insert updates");
+    }
+
+    #[test]
+    fn a_full_bucket_evicts_one_way() {
+        let mut c = FlowCache::new(8); // one bucket: every key collides
+        for n in 0..8 {
+            c.insert(n, &key(n), false, n);
+        }
+        for n in 0..8 {
+            assert_eq!(c.get(n, &key(n), false), Some(n));
+        }
+        c.insert(8, &key(8), false, 8);
+        assert_eq!(c.get(8, &key(8), false), Some(8));
+        let kept = (0..8)
+            .filter(|&n| c.get(n, &key(n), false) == Some(n))
+            .count();
+        assert_eq!(kept, 7, "exactly one way evicted");
+    }
+
+    #[test]
+    fn same_tag_different_keys_both_hit() {
+        let mut c = FlowCache::new(64);
+        c.insert(5, &key(1), false, 1);
+        assert_eq!(c.get(5, &key(2), false), None);
+        c.insert(5, &key(2), false, 2);
+        assert_eq!(
+            (c.get(5, &key(1), false), c.get(5, &key(2), false)),
+            (Some(1), Some(2))
+        );
+    }
+
+    proptest! {
+        /// Whatever the sequence of inserts, a hit returns the value last
+        /// inserted for exactly that key and family (a model map), even when
+        /// a tiny cache makes keys collide.
+        #[test]
+        fn hits_are_exact(
+            ops in proptest::collection::vec((0u32..40, any::<bool>(), any::<u32>(), any::<bool>()), 1..400),
+            entries in 1usize..40,
+        ) {
+            let mut c = FlowCache::new(entries);
+            let mut model = HashMap::new();
+            for (n, v6, value, insert) in ops {
+                let k = key(n);
+                // A weak hash on purpose: many tags and sets collide.
+                let h = n % 5;
+                if insert {
+                    c.insert(h, &k, v6, value);
+                    model.insert((n, v6), value);
+                } else if let Some(got) = c.get(h, &k, v6) {
+                    prop_assert_eq!(Some(&got), model.get(&(n, v6)));
+                }
+            }
+        }
+    }
+}

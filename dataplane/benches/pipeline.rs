@@ -254,4 +254,12 @@ fn main() {
     // The same pipeline without the fused parse+route pass, for comparison.
     run("route_1k/2", 1000, 0, "\"route\"", false, ghz);
     run("acl1k_route", 1000, 1000, "\"acl\", \"route\"", true, ghz);
+    run(
+        "acl1k_route/2",
+        1000,
+        1000,
+        "\"acl\", \"route\"",
+        false,
+        ghz,
+    );
 }

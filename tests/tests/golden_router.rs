@@ -669,7 +669,7 @@ fn router_golden_pcap() {
     // Every packet the ACL classified went through its flow cache.
     let hits: Vec<u64> = serde_json::from_value(r.report["acl_hits"].clone()).unwrap();
     let cache = &r.report["acl_flow_cache"];
-    assert_eq!(cache["entries_per_worker"], 8192);
+    assert_eq!(cache["entries_per_worker"], 16384);
     assert_eq!(
         cache["hits"].as_u64().unwrap() + cache["misses"].as_u64().unwrap(),
         hits.iter().sum::<u64>()

@@ -31,6 +31,8 @@ pub struct AclCounters {
 
 pub struct AclStage {
     table: Arc<AclTable>,
+    /// Whether each rule denies, then the default: one load per packet.
+    deny: Box<[bool]>,
     cache: Option<FlowCache>,
     counters: Arc<AclCounters>,
 }
@@ -46,8 +48,18 @@ impl AclStage {
             cache_misses: Counter::default(),
         });
         let cache = (cache_entries > 0).then(|| FlowCache::new(cache_entries));
+        let deny = (0..n as u32)
+            .map(|r| {
+                table.action(if r as usize == n - 1 {
+                    AclTable::NONE
+                } else {
+                    r
+                }) == AclAction::Deny
+            })
+            .collect();
         AclStage {
             table,
+            deny,
             cache,
             counters,
         }
@@ -61,14 +73,10 @@ impl AclStage {
     /// Counts a classification result and applies its action.
     #[inline(always)]
     fn apply(&self, rule: u32, verdict: &mut Verdict) {
-        let default_slot = self.counters.rules.len() - 1;
-        let slot = if rule == AclTable::NONE {
-            default_slot
-        } else {
-            (rule as usize).min(default_slot)
-        };
+        // A rule index, or NONE (u32::MAX): the default's slot.
+        let slot = (rule as usize).min(self.deny.len() - 1);
         self.counters.rules[slot].add(1);
-        if self.table.action(rule) == AclAction::Deny {
+        if self.deny[slot] {
             *verdict = Verdict::Drop(DropReason::AclDeny);
         }
     }

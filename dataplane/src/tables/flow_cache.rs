@@ -93,18 +93,16 @@ impl FlowCache {
         let b = self.bucket_index(hash);
         let t = Self::tag(hash, is_v6);
         let tags = &self.buckets[b].tags;
-        // Branch-free over the 8 tags (the compiler makes it one vector
-        // compare); the last matching way wins, there is normally one.
-        let mut way = WAYS;
+        // A bit per matching way, branch-free (the compiler makes it two
+        // vector compares and a move-mask); there is normally one match.
+        let mut hits = 0u32;
         for (w, &x) in tags.iter().enumerate() {
-            if x == t {
-                way = w;
-            }
+            hits |= u32::from(x == t) << w;
         }
-        if way == WAYS {
+        if hits == 0 {
             return Probe::default();
         }
-        let slot = b * WAYS + way;
+        let slot = b * WAYS + hits.trailing_zeros() as usize;
         crate::dpdk::prefetch(&self.keys[slot]);
         Probe {
             slot: slot as u32,

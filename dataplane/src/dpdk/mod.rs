@@ -50,5 +50,31 @@ pub fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// A bit per element of `v` equal to `x` (bit `i` for `v[i]`): two vector
+/// compares and a move-mask where the scalar loop does not vectorise.
+#[inline(always)]
+pub fn match_mask8(v: &[u32; 8], x: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86_64 baseline; the loads read the 32
+    // bytes of `v`, unaligned loads allowed.
+    unsafe {
+        use core::arch::x86_64::*;
+        let p = v.as_ptr() as *const __m128i;
+        let k = _mm_set1_epi32(x as i32);
+        let lo = _mm_cmpeq_epi32(_mm_loadu_si128(p), k);
+        let hi = _mm_cmpeq_epi32(_mm_loadu_si128(p.add(1)), k);
+        let eq8 = _mm_packs_epi16(_mm_packs_epi32(lo, hi), _mm_setzero_si128());
+        _mm_movemask_epi8(eq8) as u32
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut m = 0u32;
+        for (i, &e) in v.iter().enumerate() {
+            m |= u32::from(e == x) << i;
+        }
+        m
+    }
+}
+
 #[cfg(test)]
 mod tests;

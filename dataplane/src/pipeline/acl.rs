@@ -89,25 +89,26 @@ impl AclStage {
         let mut v6 = [false; BURST_SIZE];
         let mut hash = [0u32; BURST_SIZE];
         let mut n = 0;
+        // With a cache, in three sweeps so that memory loads overlap: pick
+        // the packets, hash them and start loading each bucket; match tags
+        // and start loading each key; compare keys.
         for (i, m) in meta[..len].iter().enumerate() {
             if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
                 idx[n] = i as u8;
                 v6[n] = m.l3 == L3::Ipv6;
+                if let Some(cache) = &self.cache {
+                    hash[n] = flow_hash(&m.key);
+                    cache.prefetch(hash[n]);
+                }
                 n += 1;
             }
         }
         if n == 0 {
             return;
         }
-        // Cache pass in three sweeps so that memory loads overlap: hash and
-        // prefetch each bucket, match tags and prefetch each key, compare
-        // keys. What misses is compacted to the front of idx/v6/hash.
+        // What misses is compacted to the front of idx/v6/hash.
         let mut misses = n;
         if let Some(cache) = &self.cache {
-            for j in 0..n {
-                hash[j] = flow_hash(&meta[idx[j] as usize].key);
-                cache.prefetch(hash[j]);
-            }
             let mut probe = [Probe::default(); BURST_SIZE];
             for j in 0..n {
                 probe[j] = cache.probe(hash[j], v6[j]);

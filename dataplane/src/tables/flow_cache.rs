@@ -92,13 +92,7 @@ impl FlowCache {
     pub fn probe(&self, hash: u32, is_v6: bool) -> Probe {
         let b = self.bucket_index(hash);
         let t = Self::tag(hash, is_v6);
-        let tags = &self.buckets[b].tags;
-        // A bit per matching way, branch-free (the compiler makes it two
-        // vector compares and a move-mask); there is normally one match.
-        let mut hits = 0u32;
-        for (w, &x) in tags.iter().enumerate() {
-            hits |= u32::from(x == t) << w;
-        }
+        let hits = crate::dpdk::match_mask8(&self.buckets[b].tags, t);
         if hits == 0 {
             return Probe::default();
         }
@@ -210,6 +204,25 @@ mod tests {
         assert_eq!(FlowCache::new(1).capacity(), 8);
         assert_eq!(FlowCache::new(8192).capacity(), 8192);
         assert_eq!(FlowCache::new(8193).capacity(), 16384);
+    }
+
+    #[test]
+    fn match_mask_marks_each_matching_way() {
+        for bits in 0u32..256 {
+            let tags: [u32; WAYS] = std::array::from_fn(|w| {
+                if bits >> w & 1 == 1 {
+                    0xdead_beef
+                } else {
+                    w as u32 + 1
+                }
+            });
+            assert_eq!(
+                crate::dpdk::match_mask8(&tags, 0xdead_beef),
+                bits,
+                "{tags:x?}"
+            );
+        }
+        assert_eq!(crate::dpdk::match_mask8(&[0; WAYS], 0), 0xff);
     }
 
     #[test]

@@ -9,7 +9,6 @@
 //! turns it off) and never changes a verdict, only its cost.
 //!
 //! Meta: reads `verdict`, `l3`, `key`; sets `verdict = Drop(acl_deny)`.
-use super::parse::flow_hash;
 use super::{DropReason, MetaBurst, StageCtx, Verdict, L3};
 use crate::burst::BURST_SIZE;
 use crate::stats::Counter;
@@ -97,7 +96,7 @@ impl AclStage {
                 idx[n] = i as u8;
                 v6[n] = m.l3 == L3::Ipv6;
                 if let Some(cache) = &self.cache {
-                    hash[n] = flow_hash(&m.key);
+                    hash[n] = FlowCache::hash(&m.key, v6[n]);
                     cache.prefetch(hash[n]);
                 }
                 n += 1;

@@ -8,9 +8,10 @@
 //! line for the common hit; rte_hash's bulk lookup costs about as much as the
 //! classification it would save.
 //!
-//! A hit is exact: the whole [`FlowKey`] and the address family are
-//! compared, so the cached answer is the one the classifier would give for
-//! the same key. The cache belongs to one worker's stage instance over one
+//! A hit is exact: the address family and every key byte the classifier
+//! reads are compared (for IPv6 the whole [`FlowKey`]; for IPv4 the first 8
+//! bytes and the first 4 of each address, all that an IPv4 lookup reads), so
+//! the cached answer is the one the classifier would give for the key. The cache belongs to one worker's stage instance over one
 //! immutable [`super::AclTable`]; a new table means a new stage and an empty
 //! cache.
 use crate::pipeline::FlowKey;
@@ -66,6 +67,19 @@ impl FlowCache {
         self.keys.len()
     }
 
+    /// The hash a key is cached under (pass it to every call for the key).
+    #[inline(always)]
+    pub fn hash(key: &FlowKey, is_v6: bool) -> u32 {
+        if is_v6 {
+            return crate::pipeline::parse::flow_hash(key);
+        }
+        // Multiply-xor over the two words an IPv4 key has.
+        let (head, addr) = v4_words(key);
+        let h =
+            (head.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ addr).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+        (h >> 32) as u32 ^ h as u32
+    }
+
     /// Never 0, so 0 marks an empty way; bit 0 is the family, so an IPv4 key
     /// never answers for an IPv6 key with the same bytes.
     #[inline(always)]
@@ -113,13 +127,14 @@ impl FlowCache {
         }
         let slot = probe.slot as usize;
         let bucket = &self.buckets[slot / WAYS];
-        if same_key(&self.keys[slot], key) {
+        let is_v6 = probe.tag & 1 == 1;
+        if same_key(&self.keys[slot], key, is_v6) {
             return Some(bucket.values[slot % WAYS]);
         }
         // Two keys of one bucket with the same tag (rare): check the others.
         let base = slot - slot % WAYS;
         (0..WAYS)
-            .find(|&w| bucket.tags[w] == probe.tag && same_key(&self.keys[base + w], key))
+            .find(|&w| bucket.tags[w] == probe.tag && same_key(&self.keys[base + w], key, is_v6))
             .map(|w| bucket.values[w])
     }
 
@@ -138,18 +153,19 @@ impl FlowCache {
         let t = Self::tag(hash, is_v6);
         let tags = self.buckets[b].tags;
         let base = b * WAYS;
-        let way = match (0..WAYS).find(|&w| tags[w] == t && same_key(&self.keys[base + w], key)) {
-            Some(w) => w,
-            None => match tags.iter().position(|&x| x == 0) {
+        let way =
+            match (0..WAYS).find(|&w| tags[w] == t && same_key(&self.keys[base + w], key, is_v6)) {
                 Some(w) => w,
-                None => {
-                    self.rng ^= self.rng << 13;
-                    self.rng ^= self.rng >> 17;
-                    self.rng ^= self.rng << 5;
-                    self.rng as usize % WAYS
-                }
-            },
-        };
+                None => match tags.iter().position(|&x| x == 0) {
+                    Some(w) => w,
+                    None => {
+                        self.rng ^= self.rng << 13;
+                        self.rng ^= self.rng >> 17;
+                        self.rng ^= self.rng << 5;
+                        self.rng as usize % WAYS
+                    }
+                },
+            };
         let bucket = &mut self.buckets[b];
         bucket.tags[way] = t;
         bucket.values[way] = value;
@@ -157,19 +173,35 @@ impl FlowCache {
     }
 }
 
-/// Key equality as five 64-bit compares (the derived `==` compares field by
-/// field and calls `bcmp` for the address arrays).
+/// The first 8 bytes of a key (protocol, VLAN, ports) and its two IPv4
+/// addresses.
 #[inline(always)]
-fn same_key(a: &FlowKey, b: &FlowKey) -> bool {
+fn v4_words(k: &FlowKey) -> (u64, u64) {
+    let a4 = |x: &[u8; 16]| u64::from(u32::from_ne_bytes([x[0], x[1], x[2], x[3]]));
+    (head_word(k), a4(&k.src) | a4(&k.dst) << 32)
+}
+
+#[inline(always)]
+fn head_word(k: &FlowKey) -> u64 {
+    u64::from(k.proto)
+        | u64::from(k._pad) << 8
+        | u64::from(k.vlan_be) << 16
+        | u64::from(k.sport_be) << 32
+        | u64::from(k.dport_be) << 48
+}
+
+/// Key equality for a family, over the bytes its classification reads, as
+/// 64-bit compares (the derived `==` compares field by field and calls
+/// `bcmp` for the address arrays).
+#[inline(always)]
+fn same_key(a: &FlowKey, b: &FlowKey, is_v6: bool) -> bool {
+    if !is_v6 {
+        return v4_words(a) == v4_words(b);
+    }
     let w = |k: &FlowKey| {
-        let head = u64::from(k.proto)
-            | u64::from(k._pad) << 8
-            | u64::from(k.vlan_be) << 16
-            | u64::from(k.sport_be) << 32
-            | u64::from(k.dport_be) << 48;
         let half = |x: &[u8; 16], i: usize| u64::from_ne_bytes(x[i..i + 8].try_into().unwrap());
         [
-            head,
+            head_word(k),
             half(&k.src, 0),
             half(&k.src, 8),
             half(&k.dst, 0),
@@ -183,7 +215,6 @@ fn same_key(a: &FlowKey, b: &FlowKey) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::parse::flow_hash;
     use proptest::prelude::*;
     use std::collections::HashMap;
 
@@ -226,10 +257,10 @@ mod tests {
     }
 
     #[test]
-    fn same_key_sees_every_byte() {
+    fn same_key_sees_every_byte_classification_reads() {
         let k = key(1);
-        assert!(same_key(&k, &k));
-        let mut bytes = 0;
+        assert!(same_key(&k, &k, true) && same_key(&k, &k, false));
+        let (mut v6_bits, mut v4_bits) = (0, 0);
         for f in 0..7 {
             for bit in 0..128 {
                 let mut o = k;
@@ -243,18 +274,31 @@ mod tests {
                     6 => o.dst[bit / 8] ^= 1 << (bit % 8),
                     _ => continue,
                 }
-                assert!(!same_key(&k, &o), "field {f} bit {bit}");
-                bytes += 1;
+                assert!(!same_key(&k, &o, true), "v6: field {f} bit {bit}");
+                v6_bits += 1;
+                // IPv4 classification reads the first 4 bytes of each address.
+                let v4_reads = f < 5 || bit < 32;
+                assert_eq!(
+                    !same_key(&k, &o, false),
+                    v4_reads,
+                    "v4: field {f} bit {bit}"
+                );
+                v4_bits += usize::from(v4_reads);
+                // A key that differs where IPv4 reads hashes differently
+                // often enough; one that differs elsewhere hashes alike.
+                if !v4_reads {
+                    assert_eq!(FlowCache::hash(&k, false), FlowCache::hash(&o, false));
+                }
             }
         }
-        assert_eq!(bytes, 40 * 8);
+        assert_eq!((v6_bits, v4_bits), (40 * 8, 16 * 8));
     }
 
     #[test]
     fn hit_miss_and_family() {
         let mut c = FlowCache::new(64);
         let k = key(7);
-        let h = flow_hash(&k);
+        let h = FlowCache::hash(&k, false);
         assert_eq!(c.get(h, &k, false), None);
         c.insert(h, &k, false, 42);
         assert_eq!(c.get(h, &k, false), Some(42));

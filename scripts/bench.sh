@@ -73,6 +73,9 @@
 #   BENCH_DP_EAL_ARGS    extra EAL args passed to the daemon after `--`
 #   BENCH_ROUTE_SEED=1   seed of the route / ACL / destination generators
 #   BENCH_ROUTES_1K=1000, BENCH_ROUTES_1M=1000000, BENCH_ACL_RULES=1000
+#   BENCH_ACL_FLOW_CACHE=N  acl1k_route's ACL flow cache entries (0 = off:
+#                        every packet classified by rte_acl, the cost of a
+#                        feed without flow locality); unset: the default
 #   BENCH_1M_MEM_MB=1024 EAL memory in route_1m (tables: l3fwd ~210 MB for
 #                        IPv4 + its IPv6 LPM, the daemon ~64 MB + tbl8s + RIB)
 #   BENCH_1M_START_TIMEOUT=900  start timeout in route_1m (l3fwd adds 1M
@@ -549,6 +552,10 @@ render_dp_config() { # render_dp_config TEMPLATE OUT PREFIX PROFILE(true|false) 
     if grep -q "^# @include $name@" "$tmpl"; then args+=(-e "/^# @include $name@/r $val")
     else args+=(-e "s|@$name@|$val|g"); fi
   done
+  # BENCH_ACL_FLOW_CACHE=N: the ACL flow cache's size (0 = off; unset: the
+  # daemon's default), on the template's `# flow_cache = ...` line.
+  [ -n "${BENCH_ACL_FLOW_CACHE:-}" ] &&
+    args+=(-e "s|^# flow_cache = .*|flow_cache = $BENCH_ACL_FLOW_CACHE|")
   if [ -n "${VERIFY_TX:-}" ]; then   # one pass of the feed, TX captured
     args+=(-e "s|rx_pcap=$FEED0,infinite_rx=1|rx_pcap=$FEED0,tx_pcap=$VERIFY_TX-p0.pcap|"
            -e "s|rx_pcap=$FEED1,infinite_rx=1|rx_pcap=$FEED1,tx_pcap=$VERIFY_TX-p1.pcap|")

@@ -155,7 +155,7 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, fused: bool, tsc_g
     let (toml, dsts) = config(routes, rules, stages, &mut rng);
     let (cfg, res) = Config::parse(&toml, name).unwrap();
     let tables = build_tables(&cfg, &res, &PORT_MACS).unwrap();
-    let (mut pipeline, _) = build_pipeline(&cfg, &res, &tables, &PORT_MACS, &PORT_MACS);
+    let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &PORT_MACS, &PORT_MACS);
     pipeline.set_profile(true);
     pipeline.set_fused(fused);
     let names = pipeline.stage_names();
@@ -225,6 +225,14 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, fused: bool, tsc_g
         out.sent,
         out.dropped
     );
+    if let Some(a) = acl {
+        let _ = write!(
+            line,
+            " acl_cache_hits={} misses={}",
+            a.cache_hits.get(),
+            a.cache_misses.get()
+        );
+    }
     println!("{line}");
 }
 

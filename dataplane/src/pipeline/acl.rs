@@ -69,12 +69,12 @@ impl AclStage {
         self.counters.clone()
     }
 
-    /// Counts a classification result and applies its action.
+    /// Counts a classification result (into `run`) and applies its action.
     #[inline(always)]
-    fn apply(&self, rule: u32, verdict: &mut Verdict) {
+    fn apply(&self, rule: u32, verdict: &mut Verdict, run: &mut HitRun) {
         // A rule index, or NONE (u32::MAX): the default's slot.
         let slot = (rule as usize).min(self.deny.len() - 1);
-        self.counters.rules[slot].add(1);
+        run.count(slot, &self.counters.rules);
         if self.deny[slot] {
             *verdict = Verdict::Drop(DropReason::AclDeny);
         }
@@ -107,6 +107,7 @@ impl AclStage {
         }
         // What misses is compacted to the front of idx/v6/hash.
         let mut misses = n;
+        let mut run = HitRun::default();
         if let Some(cache) = &self.cache {
             let mut probe = [Probe::default(); BURST_SIZE];
             for j in 0..n {
@@ -116,7 +117,7 @@ impl AclStage {
             for j in 0..n {
                 let m = &mut meta[idx[j] as usize];
                 match cache.resolve(probe[j], &m.key) {
-                    Some(rule) => self.apply(rule, &mut m.verdict),
+                    Some(rule) => self.apply(rule, &mut m.verdict, &mut run),
                     None => {
                         idx[misses] = idx[j];
                         v6[misses] = v6[j];
@@ -128,6 +129,7 @@ impl AclStage {
             self.counters.cache_hits.add((n - misses) as u64);
             self.counters.cache_misses.add(misses as u64);
             if misses == 0 {
+                run.flush(&self.counters.rules);
                 return;
             }
         }
@@ -144,7 +146,35 @@ impl AclStage {
                 cache.insert(hash[j], &m.key, v6[j], res[j]);
             }
             let rule = res[j];
-            self.apply(rule, &mut m.verdict);
+            self.apply(rule, &mut m.verdict, &mut run);
+        }
+        run.flush(&self.counters.rules);
+    }
+}
+
+/// Consecutive hits of one rule, added to its counter in one go: a burst of
+/// one flow (or one rule) costs one counter update, not one per packet.
+#[derive(Default)]
+struct HitRun {
+    slot: usize,
+    n: u64,
+}
+
+impl HitRun {
+    #[inline(always)]
+    fn count(&mut self, slot: usize, counters: &[Counter]) {
+        if slot != self.slot {
+            self.flush(counters);
+            self.slot = slot;
+        }
+        self.n += 1;
+    }
+
+    #[inline(always)]
+    fn flush(&mut self, counters: &[Counter]) {
+        if self.n != 0 {
+            counters[self.slot].add(self.n);
+            self.n = 0;
         }
     }
 }

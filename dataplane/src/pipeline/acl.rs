@@ -47,14 +47,12 @@ impl AclStage {
             cache_misses: Counter::default(),
         });
         let cache = (cache_entries > 0).then(|| FlowCache::new(cache_entries));
-        let deny = (0..n as u32)
-            .map(|r| {
-                table.action(if r as usize == n - 1 {
-                    AclTable::NONE
-                } else {
-                    r
-                }) == AclAction::Deny
-            })
+        let deny = table
+            .rules()
+            .iter()
+            .map(|r| r.action)
+            .chain([table.default_action()])
+            .map(|a| a == AclAction::Deny)
             .collect();
         AclStage {
             table,

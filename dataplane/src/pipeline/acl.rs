@@ -126,25 +126,20 @@ impl AclStage {
             }
             self.counters.cache_hits.add((n - misses) as u64);
             self.counters.cache_misses.add(misses as u64);
-            if misses == 0 {
-                run.flush(&self.counters.rules);
-                return;
-            }
         }
-        let mut res = [0u32; BURST_SIZE];
-        {
+        if misses > 0 {
+            let mut res = [0u32; BURST_SIZE];
             let keys: [_; BURST_SIZE] =
                 std::array::from_fn(|j| &meta[idx[j.min(misses - 1)] as usize].key);
             self.table
                 .classify_bulk(&keys[..misses], &v6[..misses], &mut res[..misses]);
-        }
-        for j in 0..misses {
-            let m = &mut meta[idx[j] as usize];
-            if let Some(cache) = &mut self.cache {
-                cache.insert(hash[j], &m.key, v6[j], res[j]);
+            for j in 0..misses {
+                let m = &mut meta[idx[j] as usize];
+                if let Some(cache) = &mut self.cache {
+                    cache.insert(hash[j], &m.key, v6[j], res[j]);
+                }
+                self.apply(res[j], &mut m.verdict, &mut run);
             }
-            let rule = res[j];
-            self.apply(rule, &mut m.verdict, &mut run);
         }
         run.flush(&self.counters.rules);
     }

@@ -3,17 +3,18 @@
 //! front of its classifier is the same idea).
 //!
 //! It is written here rather than taken from `rte_hash` because it is a
-//! cache, not a map: a fixed 2-way set-associative array that never fails an
-//! insert (it evicts), needs no lock (one per worker) and probes one cache
-//! line for the common hit; rte_hash's bulk lookup costs about as much as the
-//! classification it would save.
+//! cache, not a map: a fixed 8-way set-associative array that never fails an
+//! insert (it evicts), needs no lock (one per worker), and reads two cache
+//! lines for a hit (the bucket's tags, then the one key whose tag matches);
+//! rte_hash's bulk lookup costs about as much as the classification it would
+//! save.
 //!
 //! A hit is exact: the address family and every key byte the classifier
 //! reads are compared (for IPv6 the whole [`FlowKey`]; for IPv4 the first 8
 //! bytes and the first 4 of each address, all that an IPv4 lookup reads), so
-//! the cached answer is the one the classifier would give for the key. The cache belongs to one worker's stage instance over one
-//! immutable [`super::AclTable`]; a new table means a new stage and an empty
-//! cache.
+//! the cached answer is the one the classifier would give for the key. The
+//! cache belongs to one worker's stage instance over one immutable
+//! [`super::AclTable`]; a new table means a new stage and an empty cache.
 use crate::pipeline::FlowKey;
 
 /// Ways per bucket: a bucket's tags and values fill one cache line.
@@ -41,12 +42,18 @@ pub struct FlowCache {
     rng: u32,
 }
 
-/// A probe in flight: the bucket's candidate way, if a tag matched.
-#[derive(Clone, Copy, Default)]
-pub struct Probe {
-    slot: u32,
-    tag: u32,
-    found: bool,
+/// A probe in flight: the slot of the way whose tag matched, or none.
+#[derive(Clone, Copy)]
+pub struct Probe(u32);
+
+impl Probe {
+    const NONE: Probe = Probe(u32::MAX);
+}
+
+impl Default for Probe {
+    fn default() -> Self {
+        Probe::NONE
+    }
 }
 
 impl FlowCache {
@@ -54,6 +61,8 @@ impl FlowCache {
     /// at least 8). Each entry costs 48 bytes.
     pub fn new(entries: usize) -> FlowCache {
         let buckets = entries.div_ceil(WAYS).max(1).next_power_of_two();
+        // Slots must fit a `Probe` below NONE.
+        assert!(buckets * WAYS <= 1 << 31, "flow cache of {entries} entries");
         FlowCache {
             buckets: vec![Bucket::default(); buckets].into_boxed_slice(),
             keys: vec![FlowKey::default(); buckets * WAYS].into_boxed_slice(),
@@ -105,37 +114,39 @@ impl FlowCache {
     #[inline(always)]
     pub fn probe(&self, hash: u32, is_v6: bool) -> Probe {
         let b = self.bucket_index(hash);
-        let t = Self::tag(hash, is_v6);
-        let hits = crate::dpdk::match_mask8(&self.buckets[b].tags, t);
+        let hits = crate::dpdk::match_mask8(&self.buckets[b].tags, Self::tag(hash, is_v6));
         if hits == 0 {
-            return Probe::default();
+            return Probe::NONE;
         }
         let slot = b * WAYS + hits.trailing_zeros() as usize;
         crate::dpdk::prefetch(&self.keys[slot]);
-        Probe {
-            slot: slot as u32,
-            tag: t,
-            found: true,
-        }
+        Probe(slot as u32)
     }
 
     /// Step 3: the value cached for `key`, if the probe's way holds it.
     #[inline(always)]
     pub fn resolve(&self, probe: Probe, key: &FlowKey) -> Option<u32> {
-        if !probe.found {
+        if probe.0 == Probe::NONE.0 {
             return None;
         }
-        let slot = probe.slot as usize;
-        let bucket = &self.buckets[slot / WAYS];
-        let is_v6 = probe.tag & 1 == 1;
-        if same_key(&self.keys[slot], key, is_v6) {
-            return Some(bucket.values[slot % WAYS]);
-        }
-        // Two keys of one bucket with the same tag (rare): check the others.
-        let base = slot - slot % WAYS;
-        (0..WAYS)
-            .find(|&w| bucket.tags[w] == probe.tag && same_key(&self.keys[base + w], key, is_v6))
-            .map(|w| bucket.values[w])
+        let slot = probe.0 as usize;
+        let (b, w) = (slot / WAYS, slot % WAYS);
+        // The matched way's tag carries the family in bit 0.
+        let tag = self.buckets[b].tags[w];
+        let way = if same_key(&self.keys[slot], key, tag & 1 == 1) {
+            Some(w)
+        } else {
+            // Two keys of one bucket with the same tag (rare).
+            self.find(b, tag, key)
+        };
+        way.map(|w| self.buckets[b].values[w])
+    }
+
+    /// The way of bucket `b` holding `key` under `tag`, if any.
+    #[inline]
+    fn find(&self, b: usize, tag: u32, key: &FlowKey) -> Option<usize> {
+        let tags = &self.buckets[b].tags;
+        (0..WAYS).find(|&w| tags[w] == tag && same_key(&self.keys[b * WAYS + w], key, tag & 1 == 1))
     }
 
     /// The value cached for `key` (hashed to `hash` by the caller, the same
@@ -151,25 +162,22 @@ impl FlowCache {
     pub fn insert(&mut self, hash: u32, key: &FlowKey, is_v6: bool, value: u32) {
         let b = self.bucket_index(hash);
         let t = Self::tag(hash, is_v6);
-        let tags = self.buckets[b].tags;
-        let base = b * WAYS;
-        let way =
-            match (0..WAYS).find(|&w| tags[w] == t && same_key(&self.keys[base + w], key, is_v6)) {
+        let way = match self.find(b, t, key) {
+            Some(w) => w,
+            None => match self.buckets[b].tags.iter().position(|&x| x == 0) {
                 Some(w) => w,
-                None => match tags.iter().position(|&x| x == 0) {
-                    Some(w) => w,
-                    None => {
-                        self.rng ^= self.rng << 13;
-                        self.rng ^= self.rng >> 17;
-                        self.rng ^= self.rng << 5;
-                        self.rng as usize % WAYS
-                    }
-                },
-            };
+                None => {
+                    self.rng ^= self.rng << 13;
+                    self.rng ^= self.rng >> 17;
+                    self.rng ^= self.rng << 5;
+                    self.rng as usize % WAYS
+                }
+            },
+        };
         let bucket = &mut self.buckets[b];
         bucket.tags[way] = t;
         bucket.values[way] = value;
-        self.keys[base + way] = *key;
+        self.keys[b * WAYS + way] = *key;
     }
 }
 
@@ -284,8 +292,7 @@ mod tests {
                     "v4: field {f} bit {bit}"
                 );
                 v4_bits += usize::from(v4_reads);
-                // A key that differs where IPv4 reads hashes differently
-                // often enough; one that differs elsewhere hashes alike.
+                // One that differs only where IPv4 does not read hashes alike.
                 if !v4_reads {
                     assert_eq!(FlowCache::hash(&k, false), FlowCache::hash(&o, false));
                 }

@@ -1,24 +1,30 @@
-//! The fused parse+route pass (`RouteStage::process_fused`, used whenever
-//! the pipeline is `["route"]`) must behave exactly like `parse` followed by
-//! `route`: same verdict per packet, same bytes out on the same ports, same
-//! drops and the same counters. Both run here side by side, each over its
-//! own copy of the tables (the neighbour cache learns from ARP/NDP, so they
-//! must not share it), on the fuzz harness's router (`fuzz/harness.rs`,
-//! without its ACL): every saved fuzz input, generated traffic of every
-//! kind, and random bursts of mutated frames.
+//! The fused passes (`RouteStage::process_fused`, used whenever the
+//! pipeline is `["route"]`, and `RouteStage::process_fused_acl` for
+//! `["acl", "route"]`) must behave exactly like `parse`, (`acl`,) `route`
+//! run one by one: same verdict per packet, same bytes out on the same
+//! ports, same drops and the same counters, ACL rule hits and flow-cache
+//! hits included. Both run here side by side, each over its own copy of
+//! the tables (the neighbour cache learns from ARP/NDP, so they must not
+//! share it), on the fuzz harness's router (`fuzz/harness.rs`): without its
+//! ACL, and with it and an 8-entry flow cache (so entries are evicted all
+//! the time and most packets go to rte_acl).
+//! Inputs: every saved fuzz input, generated traffic of every kind, and
+//! random bursts of mutated frames.
 #[path = "../../fuzz/harness.rs"]
 mod harness;
 
 use dataplane::burst::Burst;
 use dataplane::config::{Config, Resolved};
 use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTables};
+use dataplane::pipeline::acl::AclCounters;
 use dataplane::pipeline::{
-    dispatch, new_meta_burst, Collect, MetaBurst, Pipeline, StageCtx, VecPacket, Verdict,
+    dispatch, new_meta_burst, Collect, DropReason, MetaBurst, Pipeline, StageCtx, VecPacket,
+    Verdict,
 };
 use dataplane::stats::WorkerCounters;
 use etherparse::PacketBuilder;
 use proptest::prelude::*;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The fuzz router with `pipeline = ["route"]` and no ACL.
 fn route_only_config() -> String {
@@ -28,9 +34,20 @@ fn route_only_config() -> String {
     format!("{}{}", &c[..acl], &c[route..])
 }
 
+/// The fuzz router with an ACL flow cache of `entries` entries.
+fn acl_config(entries: usize) -> String {
+    let c = harness::CONFIG.replace(
+        "[acl]\ndefault = \"allow\"\n",
+        &format!("[acl]\ndefault = \"allow\"\nflow_cache = {entries}\n"),
+    );
+    assert!(c.contains("flow_cache"), "fuzz config's [acl] header");
+    c
+}
+
 struct Side {
     tables: SharedTables,
     pipeline: Pipeline,
+    acl: Option<Arc<AclCounters>>,
     /// Kept across bursts, as a worker keeps it: stale metadata from the
     /// previous burst must not leak into the next one's verdicts.
     meta: MetaBurst,
@@ -43,35 +60,65 @@ struct Pair {
     plain: Side,
 }
 
-/// Both routers, built once per process (EAL starts once); a mutex keeps
-/// their neighbour caches in step across test threads.
-fn pair() -> &'static Mutex<Pair> {
-    static PAIR: OnceLock<Mutex<Pair>> = OnceLock::new();
-    PAIR.get_or_init(|| {
-        dataplane::tables::test_eal();
-        let (cfg, res) = Config::parse(&route_only_config(), "fused.toml").expect("config");
-        let macs: Vec<[u8; 6]> = cfg.ports.iter().map(|p| p.mac.unwrap().0).collect();
-        let peers: Vec<[u8; 6]> = (0..cfg.ports.len()).map(default_peer_mac).collect();
-        let side = |fused: bool| {
-            let tables = build_tables(&cfg, &res, &macs).expect("tables");
-            let (mut pipeline, _) = build_pipeline(&cfg, &res, &tables, &macs, &peers);
-            pipeline.set_fused(fused);
-            Side {
-                tables,
-                pipeline,
-                meta: new_meta_burst(),
-            }
-        };
-        let fused = side(true);
-        let plain = side(false);
-        assert_eq!(fused.pipeline.stage_names(), ["parse+route"]);
-        assert_eq!(plain.pipeline.stage_names(), ["parse", "route"]);
-        Mutex::new(Pair {
-            cfg,
-            res,
-            fused,
-            plain,
-        })
+/// The routers compared: route only, and ACL with a tiny cache (most
+/// packets miss it and go to rte_acl, as without one; the rest hit).
+const VARIANTS: usize = 2;
+
+/// EAL as `tables::test_eal` starts it but with 1 GiB: four routers (each
+/// with a 64 MiB IPv4 first-level table and an IPv6 FIB) do not fit the
+/// shared test EAL's 512 MiB. Nothing else in this test binary starts EAL.
+fn eal() {
+    static EAL: OnceLock<dataplane::dpdk::Eal> = OnceLock::new();
+    EAL.get_or_init(|| {
+        let mut args = dataplane::tables::testing::TEST_EAL_ARGS.to_vec();
+        let m = args.iter().position(|a| *a == "-m").expect("-m") + 1;
+        args[m] = "1024";
+        dataplane::dpdk::Eal::init(&args).unwrap_or_else(|e| panic!("EAL: {e}"))
+    });
+}
+
+/// Both routers of every variant, built once per process (EAL starts once);
+/// a mutex keeps their neighbour caches in step across test threads.
+fn pairs() -> &'static Mutex<Vec<Pair>> {
+    static PAIRS: OnceLock<Mutex<Vec<Pair>>> = OnceLock::new();
+    PAIRS.get_or_init(|| {
+        eal();
+        let variants = [
+            (route_only_config(), "parse+route"),
+            (acl_config(8), "parse+route,acl"),
+        ];
+        let pairs = variants
+            .iter()
+            .map(|(toml, fused_names)| {
+                let (cfg, res) = Config::parse(toml, "fused.toml").expect("config");
+                let macs: Vec<[u8; 6]> = cfg.ports.iter().map(|p| p.mac.unwrap().0).collect();
+                let peers: Vec<[u8; 6]> = (0..cfg.ports.len()).map(default_peer_mac).collect();
+                let side = |fused: bool| {
+                    let tables = build_tables(&cfg, &res, &macs).expect("tables");
+                    let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &macs, &peers);
+                    pipeline.set_fused(fused);
+                    Side {
+                        tables,
+                        pipeline,
+                        acl,
+                        meta: new_meta_burst(),
+                    }
+                };
+                let fused = side(true);
+                let plain = side(false);
+                assert_eq!(fused.pipeline.stage_names().join(","), *fused_names);
+                let plain_names = plain.pipeline.stage_names().join(",");
+                assert!(plain_names == "parse,route" || plain_names == "parse,acl,route");
+                Pair {
+                    cfg,
+                    res,
+                    fused,
+                    plain,
+                }
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(pairs.len(), VARIANTS);
+        Mutex::new(pairs)
     })
 }
 
@@ -84,6 +131,8 @@ struct Run {
     consumed: Vec<Vec<u8>>,
     drops: Vec<u64>,
     events: Vec<u64>,
+    /// Per-rule ACL hits, then flow-cache hits and misses, in this burst.
+    acl: Vec<u64>,
 }
 
 fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64) -> Run {
@@ -92,6 +141,7 @@ fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64) -> Run 
         assert!(burst.push(VecPacket::new(f.clone())).is_ok());
     }
     let n = burst.len();
+    let acl_before = acl_counts(side);
     let meta = &mut side.meta;
     let counters = WorkerCounters::default();
     let ctx = StageCtx {
@@ -114,18 +164,47 @@ fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64) -> Run 
         consumed: out.consumed.into_iter().map(|v| v.bytes).collect(),
         drops: counters.drops.iter().map(|c| c.get()).collect(),
         events: counters.events.iter().map(|c| c.get()).collect(),
+        acl: acl_counts(side)
+            .iter()
+            .zip(&acl_before)
+            .map(|(a, b)| a - b)
+            .collect(),
     }
 }
 
-/// Runs one burst through both sides and asserts they agree; returns the
-/// fused side's result.
-fn both(frames: &[Vec<u8>], in_port: u16, now: u64) -> Run {
-    let mut p = pair().lock().unwrap_or_else(|e| e.into_inner());
-    let _ = (&p.cfg, &p.res);
-    let fused = run_side(&mut p.fused, frames, in_port, now);
-    let plain = run_side(&mut p.plain, frames, in_port, now);
-    assert_eq!(fused, plain, "fused and unfused pipelines differ");
-    fused
+/// Per-rule ACL hits, then flow-cache hits and misses, so far.
+fn acl_counts(side: &Side) -> Vec<u64> {
+    side.acl.as_ref().map_or(Vec::new(), |a| {
+        a.rules
+            .iter()
+            .chain([&a.cache_hits, &a.cache_misses])
+            .map(|c| c.get())
+            .collect()
+    })
+}
+
+/// Runs one burst through both sides of every variant and asserts they
+/// agree; returns each variant's fused result.
+fn both(frames: &[Vec<u8>], in_port: u16, now: u64) -> Vec<Run> {
+    let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
+    both_locked(&mut pairs, frames, in_port, now)
+}
+
+/// [`both`] with the routers already locked (for a test whose bursts must
+/// follow one another with no other test's in between).
+fn both_locked(pairs: &mut [Pair], frames: &[Vec<u8>], in_port: u16, now: u64) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for (k, p) in pairs.iter_mut().enumerate() {
+        let _ = (&p.cfg, &p.res);
+        let fused = run_side(&mut p.fused, frames, in_port, now);
+        let plain = run_side(&mut p.plain, frames, in_port, now);
+        assert_eq!(
+            fused, plain,
+            "fused and unfused pipelines differ (variant {k})"
+        );
+        runs.push(fused);
+    }
+    runs
 }
 
 fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8, payload: usize) -> Vec<u8> {
@@ -142,17 +221,56 @@ fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8, payload: usize) -> Vec<u8> {
 /// resolved gateway goes out rewritten, identically on both sides.
 #[test]
 fn plain_ipv4_forwarded_alike() {
-    let r = both(
+    let runs = both(
         &[udp4([10, 0, 1, 5], [198, 18, 1, 7], 64, 18)],
         0,
         1_000_000_000,
     );
+    let r = &runs[0];
     assert_eq!(r.verdicts, [Verdict::Tx(1)]);
     let (port, f) = &r.sent[0];
     assert_eq!(*port, 1);
     assert_eq!(&f[..6], &[2, 0, 0, 0, 2, 2], "gateway 10.0.2.2's MAC");
     assert_eq!(&f[6..12], &[2, 0, 0, 0, 2, 1], "wan's MAC");
     assert_eq!(f[22], 63, "TTL decremented");
+}
+
+/// The fused ACL pass really classifies: SSH to 198.18.0.0/24 is denied by
+/// the first rule and the same packet to port 80 is allowed (the second
+/// round hits the flow cache).
+#[test]
+fn acl_verdicts_alike() {
+    let tcp = |dport: u16| {
+        let mut v = Vec::new();
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], [2, 0, 0, 0, 1, 1])
+            .ipv4([10, 0, 1, 5], [198, 18, 0, 7], 64)
+            .tcp(40000, dport, 1, 1024)
+            .write(&mut v, &[])
+            .unwrap();
+        v
+    };
+    let burst = [tcp(22), tcp(80), tcp(22)];
+    let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
+    for round in 0..2 {
+        let runs = both_locked(&mut pairs, &burst, 0, 1_000_000_000 + round);
+        assert_eq!(runs[0].verdicts, [Verdict::Tx(0); 3], "no ACL: all routed");
+        for r in &runs[1..] {
+            assert_eq!(
+                r.verdicts,
+                [
+                    Verdict::Drop(DropReason::AclDeny),
+                    Verdict::Tx(0),
+                    Verdict::Drop(DropReason::AclDeny)
+                ]
+            );
+            assert_eq!(r.acl[0], 2, "rule 1 hits: {:?}", r.acl);
+            let (hits, misses) = (r.acl[r.acl.len() - 2], r.acl[r.acl.len() - 1]);
+            assert_eq!(hits + misses, 3);
+            if round == 1 {
+                assert_eq!(hits, 3, "second round: all in the cache");
+            }
+        }
+    }
 }
 
 /// Every saved fuzz input (crashes found once, hand-made tricky cases).

@@ -9,7 +9,7 @@
 //! turns it off) and never changes a verdict, only its cost.
 //!
 //! Meta: reads `verdict`, `l3`, `key`; sets `verdict = Drop(acl_deny)`.
-use super::{DropReason, MetaBurst, StageCtx, Verdict, L3};
+use super::{DropReason, FlowKeyV4, MetaBurst, StageCtx, Verdict, L3};
 use crate::burst::BURST_SIZE;
 use crate::stats::Counter;
 use crate::tables::flow_cache::Probe;
@@ -81,6 +81,23 @@ impl AclStage {
     /// Classifies the first `len` packets of the burst.
     #[inline]
     pub fn process(&mut self, len: usize, meta: &mut MetaBurst, _ctx: &StageCtx) {
+        self.process_keyed(len, meta, 0, &NO_V4_KEYS);
+    }
+
+    /// [`AclStage::process`] for the fused pass: the packets whose bit is set
+    /// in `v4` are plain IPv4 whose key is `v4_keys[slot]` (their `Meta`
+    /// holds only `verdict`); the others are classified from their `Meta`
+    /// as in `process`. Same verdicts, counters and cache contents as
+    /// `process` over fully parsed metadata (test `tests/fused_route.rs`).
+    #[inline]
+    pub fn process_keyed(
+        &mut self,
+        len: usize,
+        meta: &mut MetaBurst,
+        v4: u32,
+        v4_keys: &[FlowKeyV4; BURST_SIZE],
+    ) {
+        let plain = |i: usize| v4 & (1 << i) != 0;
         // The packets to classify: positions, families and cache hashes.
         let mut idx = [0u8; BURST_SIZE];
         let mut v6 = [false; BURST_SIZE];
@@ -90,7 +107,14 @@ impl AclStage {
         // the packets, hash them and start loading each bucket; match tags
         // and start loading each key; compare keys.
         for (i, m) in meta[..len].iter().enumerate() {
-            if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
+            if plain(i) {
+                idx[n] = i as u8;
+                if let Some(cache) = &self.cache {
+                    hash[n] = FlowCache::hash_v4(v4_keys[i]);
+                    cache.prefetch(hash[n]);
+                }
+                n += 1;
+            } else if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
                 idx[n] = i as u8;
                 v6[n] = m.l3 == L3::Ipv6;
                 if let Some(cache) = &self.cache {
@@ -113,8 +137,14 @@ impl AclStage {
             }
             misses = 0;
             for j in 0..n {
-                let m = &mut meta[idx[j] as usize];
-                match cache.resolve(probe[j], &m.key) {
+                let i = idx[j] as usize;
+                let m = &mut meta[i];
+                let hit = if plain(i) {
+                    cache.resolve(probe[j], &v4_keys[i])
+                } else {
+                    cache.resolve(probe[j], &m.key)
+                };
+                match hit {
                     Some(rule) => self.apply(rule, &mut m.verdict, &mut run),
                     None => {
                         idx[misses] = idx[j];
@@ -128,6 +158,15 @@ impl AclStage {
             self.counters.cache_misses.add(misses as u64);
         }
         if misses > 0 {
+            // rte_acl classifies from the metadata: plain packets that
+            // missed get their key written there (the rest of their `Meta`
+            // stays unset; the fused pass does not read it).
+            for &i in &idx[..misses] {
+                let i = usize::from(i);
+                if plain(i) {
+                    meta[i].key = v4_keys[i].to_flow_key();
+                }
+            }
             let mut res = [0u32; BURST_SIZE];
             let keys: [_; BURST_SIZE] =
                 std::array::from_fn(|j| &meta[idx[j.min(misses - 1)] as usize].key);
@@ -144,6 +183,9 @@ impl AclStage {
         run.flush(&self.counters.rules);
     }
 }
+
+/// `process_keyed`'s keys when no packet is plain (never read).
+static NO_V4_KEYS: [FlowKeyV4; BURST_SIZE] = [FlowKeyV4 { head: 0, addrs: 0 }; BURST_SIZE];
 
 /// Consecutive hits of one rule, added to its counter in one go: a burst of
 /// one flow (or one rule) costs one counter update, not one per packet.

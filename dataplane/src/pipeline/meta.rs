@@ -206,6 +206,51 @@ impl FlowKey {
     }
 }
 
+/// The bytes of an IPv4 [`FlowKey`] that classification reads, as two
+/// words: the first 8 bytes (protocol, VLAN, ports) and the two addresses.
+/// The fused pass builds it straight from the header, without a `Meta`;
+/// the flow cache hashes and compares IPv4 keys in this form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlowKeyV4 {
+    /// `proto | _pad << 8 | vlan_be << 16 | sport_be << 32 | dport_be << 48`.
+    pub head: u64,
+    /// The source address's bytes (as a native-endian `u32`) in the low
+    /// half, the destination's in the high half.
+    pub addrs: u64,
+}
+
+impl FlowKeyV4 {
+    #[inline(always)]
+    pub fn of(k: &FlowKey) -> FlowKeyV4 {
+        let a4 = |x: &[u8; 16]| u64::from(u32::from_ne_bytes([x[0], x[1], x[2], x[3]]));
+        FlowKeyV4 {
+            head: u64::from(k.proto)
+                | u64::from(k._pad) << 8
+                | u64::from(k.vlan_be) << 16
+                | u64::from(k.sport_be) << 32
+                | u64::from(k.dport_be) << 48,
+            addrs: a4(&k.src) | a4(&k.dst) << 32,
+        }
+    }
+
+    /// The `FlowKey` it was taken from (the rest of the addresses zero, as
+    /// parse leaves them for IPv4).
+    pub fn to_flow_key(self) -> FlowKey {
+        let h = self.head;
+        let mut k = FlowKey {
+            proto: h as u8,
+            _pad: (h >> 8) as u8,
+            vlan_be: (h >> 16) as u16,
+            sport_be: (h >> 32) as u16,
+            dport_be: (h >> 48) as u16,
+            ..FlowKey::default()
+        };
+        k.src[..4].copy_from_slice(&(self.addrs as u32).to_ne_bytes());
+        k.dst[..4].copy_from_slice(&((self.addrs >> 32) as u32).to_ne_bytes());
+        k
+    }
+}
+
 /// Flags in `Meta::flags`.
 pub mod flags {
     /// Non-first IPv4/IPv6 fragment: L4 ports are not present.

@@ -14,7 +14,7 @@ pub mod packet;
 pub mod parse;
 pub mod route;
 
-pub use meta::{DropReason, Event, FlowKey, Meta, Verdict, L3};
+pub use meta::{DropReason, Event, FlowKey, FlowKeyV4, Meta, Verdict, L3};
 pub use packet::{PacketBuf, VecPacket};
 
 use crate::burst::{Burst, BURST_SIZE};
@@ -82,8 +82,9 @@ pub struct Pipeline {
     stages: Vec<Stage>,
     /// Count TSC cycles per stage (bench mode; costs two TSC reads a stage).
     profile: bool,
-    /// The stages are exactly `parse`, `route`: run them as one pass
-    /// ([`RouteStage::process_fused`]).
+    /// The stages are exactly `parse`, `route` or `parse`, `acl`, `route`:
+    /// run them as one pass ([`RouteStage::process_fused`],
+    /// [`RouteStage::process_fused_acl`]).
     fused: bool,
 }
 
@@ -93,7 +94,7 @@ pub const MAX_STAGES: usize = 6;
 impl Pipeline {
     pub fn new(stages: Vec<Stage>) -> Self {
         assert!(stages.len() <= MAX_STAGES);
-        let fused = matches!(stages[..], [Stage::Parse(_), Stage::Route(_)]);
+        let fused = Self::can_fuse(&stages);
         Pipeline {
             stages,
             profile: false,
@@ -101,10 +102,17 @@ impl Pipeline {
         }
     }
 
-    /// Turns the fused parse+route pass off (it is on wherever the stages
-    /// allow it): tests compare the two.
+    fn can_fuse(stages: &[Stage]) -> bool {
+        matches!(
+            stages,
+            [Stage::Parse(_), Stage::Route(_)] | [Stage::Parse(_), Stage::Acl(_), Stage::Route(_)]
+        )
+    }
+
+    /// Turns the fused pass off (it is on wherever the stages allow it):
+    /// tests compare the two.
     pub fn set_fused(&mut self, on: bool) {
-        self.fused = on && matches!(self.stages[..], [Stage::Parse(_), Stage::Route(_)]);
+        self.fused = on && Self::can_fuse(&self.stages);
     }
 
     /// Turns per-stage cycle accounting on (`WorkerCounters::stage_cycles`).
@@ -112,10 +120,14 @@ impl Pipeline {
         self.profile = on;
     }
 
-    /// What each profiling slot counts: the stages, or the one fused pass.
+    /// What each profiling slot counts: the stages, or the fused pass (and
+    /// the ACL's part of it).
     pub fn stage_names(&self) -> Vec<&'static str> {
         if self.fused {
-            return vec!["parse+route"];
+            return match self.stages[..] {
+                [_, Stage::Acl(_), _] => vec!["parse+route", "acl"],
+                _ => vec!["parse+route"],
+            };
         }
         self.stages.iter().map(Stage::name).collect()
     }
@@ -131,17 +143,30 @@ impl Pipeline {
     ) {
         let n = pkts.len();
         if self.fused {
-            let t = if self.profile {
-                crate::dpdk::rdtsc()
-            } else {
-                0
-            };
+            let profile = self.profile;
+            let t = if profile { crate::dpdk::rdtsc() } else { 0 };
+            // Cycles spent in the ACL, counted apart from the rest of the pass.
+            let mut acl_cycles = 0;
             // The fused pass initialises each packet's metadata itself.
-            if let [Stage::Parse(parse), Stage::Route(route)] = &mut self.stages[..] {
-                route.process_fused(parse, pkts, meta, in_port, ctx);
+            match &mut self.stages[..] {
+                [Stage::Parse(parse), Stage::Route(route)] => {
+                    route.process_fused(parse, pkts, meta, in_port, ctx)
+                }
+                [Stage::Parse(parse), Stage::Acl(acl), Stage::Route(route)] => {
+                    let acl_pass = |n: usize, meta: &mut MetaBurst, plain, keys: &_| {
+                        let t = if profile { crate::dpdk::rdtsc() } else { 0 };
+                        acl.process_keyed(n, meta, plain, keys);
+                        if profile {
+                            acl_cycles = crate::dpdk::rdtsc() - t;
+                            ctx.counters.stage_cycles[1].add(acl_cycles);
+                        }
+                    };
+                    route.process_fused_acl(parse, pkts, meta, in_port, ctx, acl_pass);
+                }
+                _ => unreachable!("fused only where can_fuse"),
             }
-            if self.profile {
-                ctx.counters.stage_cycles[0].add(crate::dpdk::rdtsc() - t);
+            if profile {
+                ctx.counters.stage_cycles[0].add(crate::dpdk::rdtsc() - t - acl_cycles);
             }
             return;
         }

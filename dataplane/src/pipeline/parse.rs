@@ -8,7 +8,7 @@
 //! `hash`; sets `verdict = Drop(reason)` for malformed packets and
 //! EtherTypes other than IPv4, IPv6 and ARP.
 use super::meta::flags;
-use super::{DropReason, Meta, MetaBurst, PacketBuf, Verdict, L3};
+use super::{DropReason, FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict, L3};
 use crate::burst::Burst;
 use crate::wire::{self, EtherType, IpProtocol, Ipv4Packet, Ipv6Packet};
 
@@ -157,6 +157,37 @@ impl Parse {
             src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
             dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
         })
+    }
+
+    /// [`Parse::fast_v4`] plus the frame's ACL key, read straight from the
+    /// header: the same key [`Parse::parse_one`] writes into `Meta::key`
+    /// (proptest `fast_v4_agrees_with_parse`).
+    #[inline(always)]
+    pub fn fast_v4_keyed(&self, data: &[u8]) -> Option<(FastV4, FlowKeyV4)> {
+        let h = self.fast_v4(data)?;
+        let ip: &[u8; 20] = data.get(14..34)?.try_into().ok()?;
+        let proto = ip[9];
+        let mut head = u64::from(proto);
+        if self.l4 && u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0 && has_ports(proto) {
+            // fast_v4 made sure the ports are there.
+            let p: &[u8; 4] = data.get(34..38)?.try_into().ok()?;
+            head |= u64::from(u32::from_ne_bytes(*p)) << 32;
+        }
+        let a4 = |at: usize| {
+            u64::from(u32::from_ne_bytes([
+                ip[at],
+                ip[at + 1],
+                ip[at + 2],
+                ip[at + 3],
+            ]))
+        };
+        Some((
+            h,
+            FlowKeyV4 {
+                head,
+                addrs: a4(12) | a4(16) << 32,
+            },
+        ))
     }
 
     /// Any frame: VLAN tags, IPv4 options, IPv6 extension headers, ARP.
@@ -496,7 +527,8 @@ mod tests {
 
         /// `fast_v4` (the fused parse+route check) accepts a frame exactly
         /// when the full parse accepts it as plain untagged IPv4, and reads
-        /// the same addresses, whatever parse depth is configured.
+        /// the same addresses, whatever parse depth is configured;
+        /// `fast_v4_keyed` reads the same ACL key.
         #[test]
         fn fast_v4_agrees_with_parse(
             ttl in 1u8..=255,
@@ -524,6 +556,12 @@ mod tests {
             if let Some(f) = fast {
                 proptest::prop_assert_eq!(f.src, m.key.src_v4());
                 proptest::prop_assert_eq!(f.dst, m.key.dst_v4());
+            }
+            let keyed = p.fast_v4_keyed(&v);
+            proptest::prop_assert_eq!(keyed.map(|k| k.0), fast);
+            if let Some((_, k)) = keyed {
+                proptest::prop_assert_eq!(k, FlowKeyV4::of(&m.key));
+                proptest::prop_assert_eq!(k.to_flow_key(), m.key);
             }
         }
     }

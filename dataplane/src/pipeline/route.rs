@@ -18,8 +18,8 @@
 //! pass ([`RouteStage::process_fused`]): a plain IPv4 packet forwarded to a
 //! resolved gateway then only gets `verdict` and `nexthop` in its `Meta`.
 use super::local::{self, IcmpLimiter};
-use super::parse::Parse;
-use super::{DropReason, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3};
+use super::parse::{FastV4, Parse};
+use super::{DropReason, FlowKeyV4, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::{NextHop, NhKind, Routing, GROUP_FLAG};
@@ -125,12 +125,10 @@ impl RouteStage {
         in_port: u16,
         ctx: &StageCtx,
     ) {
-        const _: () = assert!(BURST_SIZE <= 32, "fast-path mask is a u32");
-        let n = pkts.len();
         let r = &*self.routing;
         let mut look = Lookups::new();
         let mut fast = 0u32;
-        for (i, m) in meta[..n].iter_mut().enumerate() {
+        for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
             if let Some(p) = pkts.get(i + 3) {
                 p.prefetch();
             }
@@ -154,31 +152,137 @@ impl RouteStage {
             }
             look.classify(r, pkts, m, i, ctx);
         }
+        self.forward_fused(parse, pkts, meta, &look, fast, ctx);
+    }
+
+    /// The fused pass with the `acl` stage in the middle, for the pipeline
+    /// `["acl", "route"]`: the same as [`RouteStage::process_fused`], except
+    /// that a plain IPv4 packet's ACL key is read from its header too and
+    /// the ACL classifies the burst (`acl(len, meta, plain, keys)`, normally
+    /// [`super::acl::AclStage::process_keyed`]) between the parse sweep and
+    /// the route sweep. Same verdicts, bytes and counters as `parse`, `acl`,
+    /// `route` run one by one (test `dataplane/tests/fused_route.rs`).
+    #[inline]
+    pub fn process_fused_acl<P: PacketBuf>(
+        &mut self,
+        parse: &Parse,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        in_port: u16,
+        ctx: &StageCtx,
+        acl: impl FnOnce(usize, &mut MetaBurst, u32, &[FlowKeyV4; BURST_SIZE]),
+    ) {
+        let n = pkts.len();
+        let mut addrs = [FastV4 { src: 0, dst: 0 }; BURST_SIZE];
+        let mut keys = [FlowKeyV4::default(); BURST_SIZE];
+        let mut plain = 0u32;
+        for (i, m) in meta[..n].iter_mut().enumerate() {
+            if let Some(p) = pkts.get(i + 3) {
+                p.prefetch();
+            }
+            m.verdict = Verdict::Continue;
+            m.in_port = in_port;
+            let Some(pkt) = pkts.get(i) else { continue };
+            if let Some((h, k)) = parse.fast_v4_keyed(pkt.data()) {
+                addrs[i] = h;
+                keys[i] = k;
+                plain |= 1 << i;
+                continue;
+            }
+            if let Err(reason) = parse.parse_one(pkt.data(), m) {
+                m.verdict = Verdict::Drop(reason);
+            }
+        }
+        acl(n, meta, plain, &keys);
+        // The route's own sweep, in packet order as in the unfused stage.
+        let r = &*self.routing;
+        let mut look = Lookups::new();
+        let mut fast = 0u32;
+        for (i, m) in meta[..n].iter_mut().enumerate() {
+            if m.verdict != Verdict::Continue {
+                continue;
+            }
+            if plain & (1 << i) != 0 {
+                let h = addrs[i];
+                if let Some(reason) = v4_martian(h.src, h.dst) {
+                    m.verdict = Verdict::Drop(reason);
+                } else {
+                    look.push_v4(h.dst, i);
+                    fast |= 1 << i;
+                }
+            } else {
+                look.classify(r, pkts, m, i, ctx);
+            }
+        }
+        self.forward_fused(parse, pkts, meta, &look, fast, ctx);
+    }
+
+    /// The fused passes' lookups and forwarding: `fast` marks the plain
+    /// IPv4 packets whose `Meta` was not filled.
+    #[inline(always)]
+    fn forward_fused<P: PacketBuf>(
+        &mut self,
+        parse: &Parse,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        look: &Lookups,
+        fast: u32,
+        ctx: &StageCtx,
+    ) {
+        const _: () = assert!(BURST_SIZE <= 32, "fast-path mask is a u32");
+        let r = &*self.routing;
         let slots = pkts.slots_mut();
         let limiter = &mut self.limiter;
-        look.lookup_v4(r, meta, |i, val, m| {
-            let Some(p) = slots[i].as_mut() else { return };
-            if fast & (1 << i) != 0 {
+        // The loop over the IPv4 results is written out here (not through
+        // `lookup_v4`'s callback) so that the fast path stays in it and
+        // everything else is one out-of-line call: as a callback, the whole
+        // of `forward` was inlined into it and the callback itself was not
+        // inlined, a call with six register saves per packet.
+        let mut res = [MISS; BURST_SIZE];
+        look.lookup_v4_into(r, &mut res);
+        for (&i, &val) in look.i4[..look.n4].iter().zip(&res[..look.n4]) {
+            let i = usize::from(i) % BURST_SIZE;
+            let m = &mut meta[i];
+            let Some(p) = slots[i].as_mut() else { continue };
+            let plain = fast & (1 << i) != 0;
+            if plain {
                 if let Some(port) = forward_plain_v4(r, p, val) {
                     m.nexthop = val;
                     m.verdict = Verdict::Tx(port);
-                    return;
-                }
-                // Off the fast path: fill the metadata the general path
-                // reads (fast_v4 accepted the frame, so this parse does too).
-                if let Err(reason) = parse.parse_one(p.data(), m) {
-                    m.verdict = Verdict::Drop(reason);
-                    return;
+                    continue;
                 }
             }
-            m.verdict = forward(r, limiter, p, m, val, false, ctx);
-        });
+            m.verdict = forward_v4_general(r, limiter, parse, p, m, val, plain, ctx);
+        }
         look.lookup_v6(r, meta, |i, val, m| {
             if let Some(p) = slots[i].as_mut() {
                 m.verdict = forward(r, limiter, p, m, val, true, ctx);
             }
         });
     }
+}
+
+/// The fused pass's IPv4 packets off the fast path: `plain` ones (whose
+/// `Meta` was not filled) are parsed in full first — `fast_v4` accepted the
+/// frame, so this parse does too — then all go the unfused way.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn forward_v4_general<P: PacketBuf>(
+    r: &Routing,
+    limiter: &mut IcmpLimiter,
+    parse: &Parse,
+    p: &mut P,
+    m: &mut Meta,
+    val: u32,
+    plain: bool,
+    ctx: &StageCtx,
+) -> Verdict {
+    if plain {
+        if let Err(reason) = parse.parse_one(p.data(), m) {
+            return Verdict::Drop(reason);
+        }
+    }
+    forward(r, limiter, p, m, val, false, ctx)
 }
 
 /// The burst's packets waiting for a lookup, per family: IPv4 addresses
@@ -261,6 +365,15 @@ impl Lookups {
         }
     }
 
+    /// One bulk IPv4 lookup: `res[k]` is the value for the `k`-th pushed
+    /// packet (`i4[k]`).
+    #[inline(always)]
+    fn lookup_v4_into(&self, r: &Routing, res: &mut [u32; BURST_SIZE]) {
+        if self.n4 != 0 {
+            r.v4.lookup_bulk(&self.a4[..self.n4], &mut res[..self.n4]);
+        }
+    }
+
     /// One bulk IPv4 lookup; `each(slot, value, meta)` in packet order.
     #[inline(always)]
     fn lookup_v4(
@@ -273,7 +386,7 @@ impl Lookups {
             return;
         }
         let mut res = [MISS; BURST_SIZE];
-        r.v4.lookup_bulk(&self.a4[..self.n4], &mut res[..self.n4]);
+        self.lookup_v4_into(r, &mut res);
         for (&i, &val) in self.i4[..self.n4].iter().zip(&res[..self.n4]) {
             let i = usize::from(i);
             each(i, val, &mut meta[i]);

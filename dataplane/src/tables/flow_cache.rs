@@ -15,7 +15,7 @@
 //! the cached answer is the one the classifier would give for the key. The
 //! cache belongs to one worker's stage instance over one immutable
 //! [`super::AclTable`]; a new table means a new stage and an empty cache.
-use crate::pipeline::FlowKey;
+use crate::pipeline::{FlowKey, FlowKeyV4};
 
 /// Ways per bucket: a bucket's tags and values fill one cache line.
 const WAYS: usize = 8;
@@ -82,10 +82,15 @@ impl FlowCache {
         if is_v6 {
             return crate::pipeline::parse::flow_hash(key);
         }
-        // Multiply-xor over the two words an IPv4 key has.
-        let (head, addr) = v4_words(key);
-        let h =
-            (head.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ addr).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+        Self::hash_v4(FlowKeyV4::of(key))
+    }
+
+    /// [`FlowCache::hash`] of an IPv4 key given as its two words: a
+    /// multiply-xor over them.
+    #[inline(always)]
+    pub fn hash_v4(key: FlowKeyV4) -> u32 {
+        let h = (key.head.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.addrs)
+            .wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
         (h >> 32) as u32 ^ h as u32
     }
 
@@ -125,7 +130,7 @@ impl FlowCache {
 
     /// Step 3: the value cached for `key`, if the probe's way holds it.
     #[inline(always)]
-    pub fn resolve(&self, probe: Probe, key: &FlowKey) -> Option<u32> {
+    pub fn resolve<K: CacheKey>(&self, probe: Probe, key: &K) -> Option<u32> {
         if probe.0 == Probe::NONE.0 {
             return None;
         }
@@ -133,7 +138,7 @@ impl FlowCache {
         let (b, w) = (slot / WAYS, slot % WAYS);
         // The matched way's tag carries the family in bit 0.
         let tag = self.buckets[b].tags[w];
-        let way = if same_key(&self.keys[slot], key, tag & 1 == 1) {
+        let way = if key.matches(&self.keys[slot], tag & 1 == 1) {
             Some(w)
         } else {
             // Two keys of one bucket with the same tag (rare).
@@ -144,9 +149,9 @@ impl FlowCache {
 
     /// The way of bucket `b` holding `key` under `tag`, if any.
     #[inline]
-    fn find(&self, b: usize, tag: u32, key: &FlowKey) -> Option<usize> {
+    fn find<K: CacheKey>(&self, b: usize, tag: u32, key: &K) -> Option<usize> {
         let tags = &self.buckets[b].tags;
-        (0..WAYS).find(|&w| tags[w] == tag && same_key(&self.keys[b * WAYS + w], key, tag & 1 == 1))
+        (0..WAYS).find(|&w| tags[w] == tag && key.matches(&self.keys[b * WAYS + w], tag & 1 == 1))
     }
 
     /// The value cached for `key` (hashed to `hash` by the caller, the same
@@ -181,21 +186,27 @@ impl FlowCache {
     }
 }
 
-/// The first 8 bytes of a key (protocol, VLAN, ports) and its two IPv4
-/// addresses.
-#[inline(always)]
-fn v4_words(k: &FlowKey) -> (u64, u64) {
-    let a4 = |x: &[u8; 16]| u64::from(u32::from_ne_bytes([x[0], x[1], x[2], x[3]]));
-    (head_word(k), a4(&k.src) | a4(&k.dst) << 32)
+/// A key the cache can look up: a whole [`FlowKey`], or the two words of
+/// an IPv4 one ([`FlowKeyV4`], built by the fused pass without a `Meta`).
+pub trait CacheKey {
+    /// Whether `self` is the key `stored` (cached under the family `is_v6`).
+    fn matches(&self, stored: &FlowKey, is_v6: bool) -> bool;
 }
 
-#[inline(always)]
-fn head_word(k: &FlowKey) -> u64 {
-    u64::from(k.proto)
-        | u64::from(k._pad) << 8
-        | u64::from(k.vlan_be) << 16
-        | u64::from(k.sport_be) << 32
-        | u64::from(k.dport_be) << 48
+impl CacheKey for FlowKey {
+    #[inline(always)]
+    fn matches(&self, stored: &FlowKey, is_v6: bool) -> bool {
+        same_key(stored, self, is_v6)
+    }
+}
+
+impl CacheKey for FlowKeyV4 {
+    /// Only ever an IPv4 key: the caller looked it up under the IPv4 tag,
+    /// which carries the family, so `is_v6` is false for any way it reaches.
+    #[inline(always)]
+    fn matches(&self, stored: &FlowKey, is_v6: bool) -> bool {
+        !is_v6 && FlowKeyV4::of(stored) == *self
+    }
 }
 
 /// Key equality for a family, over the bytes its classification reads, as
@@ -204,12 +215,12 @@ fn head_word(k: &FlowKey) -> u64 {
 #[inline(always)]
 fn same_key(a: &FlowKey, b: &FlowKey, is_v6: bool) -> bool {
     if !is_v6 {
-        return v4_words(a) == v4_words(b);
+        return FlowKeyV4::of(a) == FlowKeyV4::of(b);
     }
     let w = |k: &FlowKey| {
         let half = |x: &[u8; 16], i: usize| u64::from_ne_bytes(x[i..i + 8].try_into().unwrap());
         [
-            head_word(k),
+            FlowKeyV4::of(k).head,
             half(&k.src, 0),
             half(&k.src, 8),
             half(&k.dst, 0),

@@ -98,89 +98,169 @@ impl AclStage {
         v4_keys: &[FlowKeyV4; BURST_SIZE],
     ) {
         let plain = |i: usize| v4 & (1 << i) != 0;
+        if len > 0 && v4 == u32::MAX >> (32 - len) && self.cache.is_some() {
+            return self.process_all_plain(len, meta, v4_keys);
+        }
         // The packets to classify: positions, families and cache hashes.
-        let mut idx = [0u8; BURST_SIZE];
-        let mut v6 = [false; BURST_SIZE];
-        let mut hash = [0u32; BURST_SIZE];
-        let mut n = 0;
+        let mut c = Candidates::new();
         // With a cache, in three sweeps so that memory loads overlap: pick
         // the packets, hash them and start loading each bucket; match tags
         // and start loading each key; compare keys.
         for (i, m) in meta[..len].iter().enumerate() {
+            let n = c.n;
             if plain(i) {
-                idx[n] = i as u8;
+                c.idx[n] = i as u8;
                 if let Some(cache) = &self.cache {
-                    hash[n] = FlowCache::hash_v4(v4_keys[i]);
-                    cache.prefetch(hash[n]);
+                    c.hash[n] = FlowCache::hash_v4(v4_keys[i]);
+                    cache.prefetch(c.hash[n]);
                 }
-                n += 1;
+                c.n += 1;
             } else if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
-                idx[n] = i as u8;
-                v6[n] = m.l3 == L3::Ipv6;
+                c.idx[n] = i as u8;
+                c.v6[n] = m.l3 == L3::Ipv6;
                 if let Some(cache) = &self.cache {
-                    hash[n] = FlowCache::hash(&m.key, v6[n]);
-                    cache.prefetch(hash[n]);
+                    c.hash[n] = FlowCache::hash(&m.key, c.v6[n]);
+                    cache.prefetch(c.hash[n]);
                 }
-                n += 1;
+                c.n += 1;
             }
         }
-        if n == 0 {
+        if c.n == 0 {
             return;
         }
-        // What misses is compacted to the front of idx/v6/hash.
-        let mut misses = n;
         let mut run = HitRun::default();
         if let Some(cache) = &self.cache {
+            let n = c.n;
             let mut probe = [Probe::default(); BURST_SIZE];
-            for j in 0..n {
-                probe[j] = cache.probe(hash[j], v6[j]);
+            for (j, p) in probe[..n].iter_mut().enumerate() {
+                *p = cache.probe(c.hash[j], c.v6[j]);
             }
-            misses = 0;
-            for j in 0..n {
-                let i = idx[j] as usize;
+            // What misses is compacted to the front of the candidates.
+            c.n = 0;
+            for (j, &p) in probe[..n].iter().enumerate() {
+                let i = c.idx[j] as usize;
                 let m = &mut meta[i];
                 let hit = if plain(i) {
-                    cache.resolve(probe[j], &v4_keys[i])
+                    cache.resolve(p, &v4_keys[i])
                 } else {
-                    cache.resolve(probe[j], &m.key)
+                    cache.resolve(p, &m.key)
                 };
                 match hit {
                     Some(rule) => self.apply(rule, &mut m.verdict, &mut run),
-                    None => {
-                        idx[misses] = idx[j];
-                        v6[misses] = v6[j];
-                        hash[misses] = hash[j];
-                        misses += 1;
-                    }
+                    None => c.keep(j),
                 }
             }
-            self.counters.cache_hits.add((n - misses) as u64);
-            self.counters.cache_misses.add(misses as u64);
+            self.counters.cache_hits.add((n - c.n) as u64);
+            self.counters.cache_misses.add(c.n as u64);
         }
-        if misses > 0 {
-            // rte_acl classifies from the metadata: plain packets that
-            // missed get their key written there (the rest of their `Meta`
-            // stays unset; the fused pass does not read it).
-            for &i in &idx[..misses] {
-                let i = usize::from(i);
-                if plain(i) {
-                    meta[i].key = v4_keys[i].to_flow_key();
-                }
-            }
-            let mut res = [0u32; BURST_SIZE];
-            let keys: [_; BURST_SIZE] =
-                std::array::from_fn(|j| &meta[idx[j.min(misses - 1)] as usize].key);
-            self.table
-                .classify_bulk(&keys[..misses], &v6[..misses], &mut res[..misses]);
-            for j in 0..misses {
-                let m = &mut meta[idx[j] as usize];
-                if let Some(cache) = &mut self.cache {
-                    cache.insert(hash[j], &m.key, v6[j], res[j]);
-                }
-                self.apply(res[j], &mut m.verdict, &mut run);
-            }
-        }
+        self.classify_misses(&c, meta, v4, v4_keys, &mut run);
         run.flush(&self.counters.rules);
+    }
+
+    /// `process_keyed` for the common case of a burst of nothing but plain
+    /// IPv4 packets, with a cache: the same steps without picking packets
+    /// (slot = candidate) or telling families apart.
+    #[inline(always)]
+    fn process_all_plain(
+        &mut self,
+        len: usize,
+        meta: &mut MetaBurst,
+        v4_keys: &[FlowKeyV4; BURST_SIZE],
+    ) {
+        let Some(cache) = &self.cache else { return };
+        let mut hash = [0u32; BURST_SIZE];
+        for (h, &k) in hash[..len].iter_mut().zip(v4_keys) {
+            *h = FlowCache::hash_v4(k);
+            cache.prefetch(*h);
+        }
+        let mut probe = [Probe::default(); BURST_SIZE];
+        for (p, &h) in probe[..len].iter_mut().zip(&hash) {
+            *p = cache.probe(h, false);
+        }
+        let mut c = Candidates::new();
+        let mut run = HitRun::default();
+        for i in 0..len {
+            match cache.resolve(probe[i], &v4_keys[i]) {
+                Some(rule) => self.apply(rule, &mut meta[i].verdict, &mut run),
+                None => {
+                    c.idx[c.n] = i as u8;
+                    c.hash[c.n] = hash[i];
+                    c.n += 1;
+                }
+            }
+        }
+        self.counters.cache_hits.add((len - c.n) as u64);
+        self.counters.cache_misses.add(c.n as u64);
+        self.classify_misses(&c, meta, u32::MAX, v4_keys, &mut run);
+        run.flush(&self.counters.rules);
+    }
+
+    /// Classifies the candidates with rte_acl (one call for both families),
+    /// caches and applies the answers.
+    #[inline(always)]
+    fn classify_misses(
+        &mut self,
+        c: &Candidates,
+        meta: &mut MetaBurst,
+        v4: u32,
+        v4_keys: &[FlowKeyV4; BURST_SIZE],
+        run: &mut HitRun,
+    ) {
+        let misses = c.n;
+        if misses == 0 {
+            return;
+        }
+        // rte_acl classifies from the metadata: plain packets that missed
+        // get their key written there (the rest of their `Meta` stays unset;
+        // the fused pass does not read it).
+        for &i in &c.idx[..misses] {
+            let i = usize::from(i);
+            if v4 & (1 << i) != 0 {
+                meta[i].key = v4_keys[i].to_flow_key();
+            }
+        }
+        let mut res = [0u32; BURST_SIZE];
+        let keys: [_; BURST_SIZE] =
+            std::array::from_fn(|j| &meta[c.idx[j.min(misses - 1)] as usize].key);
+        self.table
+            .classify_bulk(&keys[..misses], &c.v6[..misses], &mut res[..misses]);
+        for j in 0..misses {
+            let m = &mut meta[c.idx[j] as usize];
+            if let Some(cache) = &mut self.cache {
+                cache.insert(c.hash[j], &m.key, c.v6[j], res[j]);
+            }
+            self.apply(res[j], &mut m.verdict, run);
+        }
+    }
+}
+
+/// Packets to classify: positions in the burst, families and cache hashes.
+struct Candidates {
+    idx: [u8; BURST_SIZE],
+    v6: [bool; BURST_SIZE],
+    hash: [u32; BURST_SIZE],
+    n: usize,
+}
+
+impl Candidates {
+    #[inline(always)]
+    fn new() -> Self {
+        Candidates {
+            idx: [0; BURST_SIZE],
+            v6: [false; BURST_SIZE],
+            hash: [0; BURST_SIZE],
+            n: 0,
+        }
+    }
+
+    /// Moves candidate `j` (at or after the end) to the end of the list.
+    #[inline(always)]
+    fn keep(&mut self, j: usize) {
+        let n = self.n;
+        self.idx[n] = self.idx[j];
+        self.v6[n] = self.v6[j];
+        self.hash[n] = self.hash[j];
+        self.n += 1;
     }
 }
 

@@ -36,7 +36,7 @@ struct Bucket {
 pub struct FlowCache {
     buckets: Box<[Bucket]>,
     /// `keys[b * WAYS + w]` is the key of way `w` of bucket `b`.
-    keys: Box<[FlowKey]>,
+    keys: Box<[Words]>,
     mask: u32,
     /// Picks the way to evict (xorshift).
     rng: u32,
@@ -65,7 +65,7 @@ impl FlowCache {
         assert!(buckets * WAYS <= 1 << 31, "flow cache of {entries} entries");
         FlowCache {
             buckets: vec![Bucket::default(); buckets].into_boxed_slice(),
-            keys: vec![FlowKey::default(); buckets * WAYS].into_boxed_slice(),
+            keys: vec![Words::default(); buckets * WAYS].into_boxed_slice(),
             mask: buckets as u32 - 1,
             rng: 0x9e37_79b9,
         }
@@ -182,53 +182,77 @@ impl FlowCache {
         let bucket = &mut self.buckets[b];
         bucket.tags[way] = t;
         bucket.values[way] = value;
-        self.keys[b * WAYS + way] = *key;
+        self.keys[b * WAYS + way] = Words::of(key, is_v6);
+    }
+}
+
+/// A cached key as the 64-bit words its family's classification reads:
+/// for IPv4 the two of [`FlowKeyV4`] (the rest zero), for IPv6 the first 8
+/// bytes and both whole addresses. Comparing words instead of `FlowKey`s
+/// (whose derived `==` goes field by field and calls `bcmp` for the
+/// addresses) makes an IPv4 compare two loads.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Words([u64; 5]);
+
+impl Words {
+    #[inline(always)]
+    fn v4(k: FlowKeyV4) -> Words {
+        Words([k.head, k.addrs, 0, 0, 0])
+    }
+
+    #[inline(always)]
+    fn of(k: &FlowKey, is_v6: bool) -> Words {
+        let v4 = FlowKeyV4::of(k);
+        if !is_v6 {
+            return Words::v4(v4);
+        }
+        let half = |x: &[u8; 16], i: usize| u64::from_ne_bytes(x[i..i + 8].try_into().unwrap());
+        Words([
+            v4.head,
+            half(&k.src, 0),
+            half(&k.src, 8),
+            half(&k.dst, 0),
+            half(&k.dst, 8),
+        ])
     }
 }
 
 /// A key the cache can look up: a whole [`FlowKey`], or the two words of
 /// an IPv4 one ([`FlowKeyV4`], built by the fused pass without a `Meta`).
 pub trait CacheKey {
-    /// Whether `self` is the key `stored` (cached under the family `is_v6`).
-    fn matches(&self, stored: &FlowKey, is_v6: bool) -> bool;
+    /// Whether `self` is the key `stored` (cached under the family `is_v6`;
+    /// the caller found the way by a tag that carries the family, so the
+    /// families already match).
+    fn matches(&self, stored: &Words, is_v6: bool) -> bool;
 }
 
 impl CacheKey for FlowKey {
     #[inline(always)]
-    fn matches(&self, stored: &FlowKey, is_v6: bool) -> bool {
-        same_key(stored, self, is_v6)
+    fn matches(&self, stored: &Words, is_v6: bool) -> bool {
+        if !is_v6 {
+            return FlowKeyV4::of(self).matches(stored, false);
+        }
+        let w = Words::of(self, true);
+        w.0.iter()
+            .zip(&stored.0)
+            .fold(0, |acc, (p, q)| acc | (p ^ q))
+            == 0
     }
 }
 
 impl CacheKey for FlowKeyV4 {
-    /// Only ever an IPv4 key: the caller looked it up under the IPv4 tag,
-    /// which carries the family, so `is_v6` is false for any way it reaches.
+    /// Only ever an IPv4 key: looked up under the IPv4 tag, so the way is an
+    /// IPv4 one and `is_v6` need not be read.
     #[inline(always)]
-    fn matches(&self, stored: &FlowKey, is_v6: bool) -> bool {
-        !is_v6 && FlowKeyV4::of(stored) == *self
+    fn matches(&self, stored: &Words, _is_v6: bool) -> bool {
+        (stored.0[0] ^ self.head) | (stored.0[1] ^ self.addrs) == 0
     }
 }
 
-/// Key equality for a family, over the bytes its classification reads, as
-/// 64-bit compares (the derived `==` compares field by field and calls
-/// `bcmp` for the address arrays).
-#[inline(always)]
+/// Key equality for a family, over the bytes its classification reads.
+#[cfg(test)]
 fn same_key(a: &FlowKey, b: &FlowKey, is_v6: bool) -> bool {
-    if !is_v6 {
-        return FlowKeyV4::of(a) == FlowKeyV4::of(b);
-    }
-    let w = |k: &FlowKey| {
-        let half = |x: &[u8; 16], i: usize| u64::from_ne_bytes(x[i..i + 8].try_into().unwrap());
-        [
-            FlowKeyV4::of(k).head,
-            half(&k.src, 0),
-            half(&k.src, 8),
-            half(&k.dst, 0),
-            half(&k.dst, 8),
-        ]
-    };
-    let (x, y) = (w(a), w(b));
-    x.iter().zip(&y).fold(0, |acc, (p, q)| acc | (p ^ q)) == 0
+    a.matches(&Words::of(b, is_v6), is_v6)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use super::meta::flags;
 use super::{DropReason, FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict, L3};
 use crate::burst::Burst;
-use crate::wire::{self, EtherType, IpProtocol, Ipv4Packet, Ipv6Packet};
+use crate::wire::{self, EtherType, Ipv4Packet, Ipv6Packet};
 
 /// What [`Parse::fast_v4`] reads from a plain IPv4 header (host order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +136,13 @@ impl Parse {
     /// `parse_ipv4_fast` accepts (proptest `fast_v4_agrees_with_parse`).
     #[inline(always)]
     pub fn fast_v4(&self, data: &[u8]) -> Option<FastV4> {
+        self.fast_v4_ports(data).map(|(h, _)| h)
+    }
+
+    /// [`Parse::fast_v4`], and whether the key takes the L4 ports (parse
+    /// depth `l4`, a first fragment, a protocol with ports).
+    #[inline(always)]
+    fn fast_v4_ports(&self, data: &[u8]) -> Option<(FastV4, bool)> {
         let hdr: &[u8; 34] = data.get(..34)?.try_into().ok()?;
         if hdr[12] != 0x08 || hdr[13] != 0x00 || hdr[14] != 0x45 {
             return None;
@@ -150,13 +157,15 @@ impl Parse {
         }
         // parse_ipv4_fast's one other refusal: L4 ports wanted but cut short.
         let first_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
-        if self.l4 && first_fragment && has_ports(ip[9]) && (data.len() < 38 || total < 24) {
+        let ports = self.l4 && first_fragment && has_ports(ip[9]);
+        if ports && (data.len() < 38 || total < 24) {
             return None;
         }
-        Some(FastV4 {
+        let h = FastV4 {
             src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
             dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
-        })
+        };
+        Some((h, ports))
     }
 
     /// [`Parse::fast_v4`] plus the frame's ACL key, read straight from the
@@ -164,11 +173,10 @@ impl Parse {
     /// (proptest `fast_v4_agrees_with_parse`).
     #[inline(always)]
     pub fn fast_v4_keyed(&self, data: &[u8]) -> Option<(FastV4, FlowKeyV4)> {
-        let h = self.fast_v4(data)?;
+        let (h, ports) = self.fast_v4_ports(data)?;
         let ip: &[u8; 20] = data.get(14..34)?.try_into().ok()?;
-        let proto = ip[9];
-        let mut head = u64::from(proto);
-        if self.l4 && u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0 && has_ports(proto) {
+        let mut head = u64::from(ip[9]);
+        if ports {
             // fast_v4 made sure the ports are there.
             let p: &[u8; 4] = data.get(34..38)?.try_into().ok()?;
             head |= u64::from(u32::from_ne_bytes(*p)) << 32;
@@ -282,11 +290,27 @@ fn checksum20_ok(h: &[u8; 20]) -> bool {
     x.wrapping_add(x.rotate_left(16)) >> 16 == 0xffff
 }
 
-/// Protocols whose first four L4 bytes are source and destination ports.
-#[inline]
+/// Protocols whose first four L4 bytes are source and destination ports:
+/// TCP, UDP, SCTP. (Compared as numbers: going through `IpProtocol::from`
+/// cost a dozen instructions per packet on the fast path.)
+#[inline(always)]
 fn has_ports(proto: u8) -> bool {
-    matches!(IpProtocol::from(proto), IpProtocol::Tcp | IpProtocol::Udp) || proto == 132
-    // SCTP
+    const TCP: u8 = 6;
+    const UDP: u8 = 17;
+    const SCTP: u8 = 132;
+    matches!(proto, TCP | UDP | SCTP)
+}
+
+#[cfg(test)]
+#[test]
+fn has_ports_matches_the_protocol_names() {
+    for p in 0..=255u8 {
+        let named = matches!(
+            wire::IpProtocol::from(p),
+            wire::IpProtocol::Tcp | wire::IpProtocol::Udp
+        );
+        assert_eq!(has_ports(p), named || p == 132, "protocol {p}");
+    }
 }
 
 /// Flow hash over the 5-tuple: the same flow always gets the same hash, so

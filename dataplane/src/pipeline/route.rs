@@ -14,8 +14,9 @@
 //! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `key`, `hash`,
 //! `in_port`; sets `verdict`, `nexthop`.
 //!
-//! With nothing between `parse` and `route`, the pipeline runs both as one
-//! pass ([`RouteStage::process_fused`]): a plain IPv4 packet forwarded to a
+//! With nothing between `parse` and `route`, or only `acl`, the pipeline
+//! runs them as one pass ([`RouteStage::process_fused`],
+//! [`RouteStage::process_fused_acl`]): a plain IPv4 packet forwarded to a
 //! resolved gateway then only gets `verdict` and `nexthop` in its `Meta`.
 use super::local::{self, IcmpLimiter};
 use super::parse::{FastV4, Parse};

@@ -372,7 +372,7 @@ pub struct PortSection {
     /// Overrides the device's MAC address.
     pub mac: Option<Mac>,
     /// The MAC of the station on the other end of the link, used as the
-    /// destination by the `forward` stage (default 02:00:00:00:00:<port index>).
+    /// destination by the `forward` stage (default `02:00:00:00:00:<port index>`).
     pub peer_mac: Option<Mac>,
     #[serde(default = "yes")]
     pub promiscuous: bool,

@@ -101,7 +101,7 @@ pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool
     Ok((args, huge))
 }
 
-/// Default link-peer MAC for port index `i`, like l2fwd's 02:00:00:00:00:<i>.
+/// Default link-peer MAC for port index `i`, like l2fwd's `02:00:00:00:00:<i>`.
 pub fn default_peer_mac(i: usize) -> [u8; 6] {
     [0x02, 0, 0, 0, 0, i as u8]
 }

@@ -107,23 +107,23 @@ impl AclStage {
         // the packets, hash them and start loading each bucket; match tags
         // and start loading each key; compare keys.
         for (i, m) in meta[..len].iter().enumerate() {
-            let n = c.n;
-            if plain(i) {
-                c.idx[n] = i as u8;
-                if let Some(cache) = &self.cache {
-                    c.hash[n] = FlowCache::hash_v4(v4_keys[i]);
-                    cache.prefetch(c.hash[n]);
-                }
-                c.n += 1;
+            let v6 = if plain(i) {
+                false
             } else if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
-                c.idx[n] = i as u8;
-                c.v6[n] = m.l3 == L3::Ipv6;
-                if let Some(cache) = &self.cache {
-                    c.hash[n] = FlowCache::hash(&m.key, c.v6[n]);
-                    cache.prefetch(c.hash[n]);
-                }
-                c.n += 1;
+                m.l3 == L3::Ipv6
+            } else {
+                continue;
+            };
+            let mut hash = 0;
+            if let Some(cache) = &self.cache {
+                hash = if plain(i) {
+                    FlowCache::hash_v4(v4_keys[i])
+                } else {
+                    FlowCache::hash(&m.key, v6)
+                };
+                cache.prefetch(hash);
             }
+            c.push(i, v6, hash);
         }
         if c.n == 0 {
             return;
@@ -182,11 +182,7 @@ impl AclStage {
         for i in 0..len {
             match cache.resolve(probe[i], &v4_keys[i]) {
                 Some(rule) => self.apply(rule, &mut meta[i].verdict, &mut run),
-                None => {
-                    c.idx[c.n] = i as u8;
-                    c.hash[c.n] = hash[i];
-                    c.n += 1;
-                }
+                None => c.push(i, false, hash[i]),
             }
         }
         self.counters.cache_hits.add((len - c.n) as u64);
@@ -253,14 +249,19 @@ impl Candidates {
         }
     }
 
+    #[inline(always)]
+    fn push(&mut self, slot: usize, v6: bool, hash: u32) {
+        let n = self.n;
+        self.idx[n] = slot as u8;
+        self.v6[n] = v6;
+        self.hash[n] = hash;
+        self.n += 1;
+    }
+
     /// Moves candidate `j` (at or after the end) to the end of the list.
     #[inline(always)]
     fn keep(&mut self, j: usize) {
-        let n = self.n;
-        self.idx[n] = self.idx[j];
-        self.v6[n] = self.v6[j];
-        self.hash[n] = self.hash[j];
-        self.n += 1;
+        self.push(usize::from(self.idx[j]), self.v6[j], self.hash[j]);
     }
 }
 

@@ -136,13 +136,15 @@ impl Parse {
     /// `parse_ipv4_fast` accepts (proptest `fast_v4_agrees_with_parse`).
     #[inline(always)]
     pub fn fast_v4(&self, data: &[u8]) -> Option<FastV4> {
-        self.fast_v4_ports(data).map(|(h, _)| h)
+        // The key's loads are dead here and compiled away once inlined.
+        self.fast_v4_keyed(data).map(|(h, _)| h)
     }
 
-    /// [`Parse::fast_v4`], and whether the key takes the L4 ports (parse
-    /// depth `l4`, a first fragment, a protocol with ports).
+    /// [`Parse::fast_v4`] plus the frame's ACL key, read straight from the
+    /// header: the same key [`Parse::parse_one`] writes into `Meta::key`
+    /// (proptest `fast_v4_agrees_with_parse`).
     #[inline(always)]
-    fn fast_v4_ports(&self, data: &[u8]) -> Option<(FastV4, bool)> {
+    pub fn fast_v4_keyed(&self, data: &[u8]) -> Option<(FastV4, FlowKeyV4)> {
         let hdr: &[u8; 34] = data.get(..34)?.try_into().ok()?;
         if hdr[12] != 0x08 || hdr[13] != 0x00 || hdr[14] != 0x45 {
             return None;
@@ -165,19 +167,9 @@ impl Parse {
             src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
             dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
         };
-        Some((h, ports))
-    }
-
-    /// [`Parse::fast_v4`] plus the frame's ACL key, read straight from the
-    /// header: the same key [`Parse::parse_one`] writes into `Meta::key`
-    /// (proptest `fast_v4_agrees_with_parse`).
-    #[inline(always)]
-    pub fn fast_v4_keyed(&self, data: &[u8]) -> Option<(FastV4, FlowKeyV4)> {
-        let (h, ports) = self.fast_v4_ports(data)?;
-        let ip: &[u8; 20] = data.get(14..34)?.try_into().ok()?;
         let mut head = u64::from(ip[9]);
         if ports {
-            // fast_v4 made sure the ports are there.
+            // Checked above: the ports are there.
             let p: &[u8; 4] = data.get(34..38)?.try_into().ok()?;
             head |= u64::from(u32::from_ne_bytes(*p)) << 32;
         }
@@ -189,13 +181,11 @@ impl Parse {
                 ip[at + 3],
             ]))
         };
-        Some((
-            h,
-            FlowKeyV4 {
-                head,
-                addrs: a4(12) | a4(16) << 32,
-            },
-        ))
+        let key = FlowKeyV4 {
+            head,
+            addrs: a4(12) | a4(16) << 32,
+        };
+        Some((h, key))
     }
 
     /// Any frame: VLAN tags, IPv4 options, IPv6 extension headers, ARP.

@@ -130,28 +130,16 @@ impl RouteStage {
         let mut look = Lookups::new();
         let mut fast = 0u32;
         for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
-            if let Some(p) = pkts.get(i + 3) {
-                p.prefetch();
-            }
-            // First stage: this pass initialises what `Pipeline::run` does
-            // for the other stages (one pass over the metadata less).
-            m.verdict = Verdict::Continue;
-            m.in_port = in_port;
-            let Some(pkt) = pkts.get(i) else { continue };
+            let Some(pkt) = begin_fused(pkts, m, i, in_port) else {
+                continue;
+            };
             if let Some(h) = parse.fast_v4(pkt.data()) {
-                if let Some(reason) = v4_martian(h.src, h.dst) {
-                    m.verdict = Verdict::Drop(reason);
-                } else {
-                    look.push_v4(h.dst, i);
-                    fast |= 1 << i;
-                }
+                fast |= look.push_plain_v4(h, m, i);
                 continue;
             }
-            if let Err(reason) = parse.parse_one(pkt.data(), m) {
-                m.verdict = Verdict::Drop(reason);
-                continue;
+            if parse_into(parse, pkt, m) {
+                look.classify(r, pkts, m, i, ctx);
             }
-            look.classify(r, pkts, m, i, ctx);
         }
         self.forward_fused(parse, pkts, meta, &look, fast, ctx);
     }
@@ -178,21 +166,16 @@ impl RouteStage {
         let mut keys = [FlowKeyV4::default(); BURST_SIZE];
         let mut plain = 0u32;
         for (i, m) in meta[..n].iter_mut().enumerate() {
-            if let Some(p) = pkts.get(i + 3) {
-                p.prefetch();
-            }
-            m.verdict = Verdict::Continue;
-            m.in_port = in_port;
-            let Some(pkt) = pkts.get(i) else { continue };
+            let Some(pkt) = begin_fused(pkts, m, i, in_port) else {
+                continue;
+            };
             if let Some((h, k)) = parse.fast_v4_keyed(pkt.data()) {
                 addrs[i] = h;
                 keys[i] = k;
                 plain |= 1 << i;
                 continue;
             }
-            if let Err(reason) = parse.parse_one(pkt.data(), m) {
-                m.verdict = Verdict::Drop(reason);
-            }
+            parse_into(parse, pkt, m);
         }
         acl(n, meta, plain, &keys);
         // The route's own sweep, in packet order as in the unfused stage.
@@ -204,13 +187,7 @@ impl RouteStage {
                 continue;
             }
             if plain & (1 << i) != 0 {
-                let h = addrs[i];
-                if let Some(reason) = v4_martian(h.src, h.dst) {
-                    m.verdict = Verdict::Drop(reason);
-                } else {
-                    look.push_v4(h.dst, i);
-                    fast |= 1 << i;
-                }
+                fast |= look.push_plain_v4(addrs[i], m, i);
             } else {
                 look.classify(r, pkts, m, i, ctx);
             }
@@ -286,6 +263,38 @@ fn forward_v4_general<P: PacketBuf>(
     forward(r, limiter, p, m, val, false, ctx)
 }
 
+/// Starts packet `i` of a fused pass, which is the first stage: prefetches
+/// a packet a few slots on and initialises what `Pipeline::run` does for
+/// the other stages (`verdict`, `in_port`). The packet, if the slot holds
+/// one.
+#[inline(always)]
+fn begin_fused<'a, P: PacketBuf>(
+    pkts: &'a Burst<P>,
+    m: &mut Meta,
+    i: usize,
+    in_port: u16,
+) -> Option<&'a P> {
+    if let Some(p) = pkts.get(i + 3) {
+        p.prefetch();
+    }
+    m.verdict = Verdict::Continue;
+    m.in_port = in_port;
+    pkts.get(i)
+}
+
+/// The full parse of a packet off the fast path into `m`; false (and the
+/// packet dropped with the reason) when it does not parse.
+#[inline(always)]
+fn parse_into<P: PacketBuf>(parse: &Parse, pkt: &P, m: &mut Meta) -> bool {
+    match parse.parse_one(pkt.data(), m) {
+        Ok(()) => true,
+        Err(reason) => {
+            m.verdict = Verdict::Drop(reason);
+            false
+        }
+    }
+}
+
 /// The burst's packets waiting for a lookup, per family: IPv4 addresses
 /// and slots; IPv6 slots (their addresses are gathered from `Meta` only when
 /// there are any, to spare v4-only bursts a 512-byte array).
@@ -314,6 +323,19 @@ impl Lookups {
         self.a4[self.n4] = dst;
         self.i4[self.n4] = i as u8;
         self.n4 += 1;
+    }
+
+    /// A plain IPv4 packet (slot `i`, header fields `h`, `Meta` not filled):
+    /// dropped here if its addresses are martian, else queued for the
+    /// lookup. Its bit in the fused pass's fast-path mask (0 when dropped).
+    #[inline(always)]
+    fn push_plain_v4(&mut self, h: FastV4, m: &mut Meta, i: usize) -> u32 {
+        if let Some(reason) = v4_martian(h.src, h.dst) {
+            m.verdict = Verdict::Drop(reason);
+            return 0;
+        }
+        self.push_v4(h.dst, i);
+        1 << i
     }
 
     /// Sorts out one parsed packet: martians and non-IP are decided here,

@@ -48,16 +48,24 @@ impl<P, const N: usize> Burst<P, N> {
     /// Appends a packet; gives it back when the burst is full.
     #[inline]
     pub fn push(&mut self, pkt: P) -> Result<(), P> {
-        if self.len == N {
+        self.push_len(pkt).map(|_| ())
+    }
+
+    /// [`Burst::push`], giving the new length: a TX buffer checks it
+    /// against [`Burst::CAPACITY`] with no second load of the length.
+    #[inline]
+    pub fn push_len(&mut self, pkt: P) -> Result<usize, P> {
+        let len = self.len;
+        let Some(slot) = self.slots.get_mut(len) else {
             return Err(pkt);
-        }
+        };
         // Slots past `len` are always `None`: forgetting the old value skips
         // the drop check (and a possible free call) a plain assignment emits.
-        let old = self.slots[self.len].replace(pkt);
+        let old = slot.replace(pkt);
         debug_assert!(old.is_none(), "slot past len was occupied");
         std::mem::forget(old);
-        self.len += 1;
-        Ok(())
+        self.len = len + 1;
+        Ok(len + 1)
     }
 
     /// The packet in slot `i`, if any.

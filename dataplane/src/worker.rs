@@ -71,13 +71,11 @@ impl Output<Mbuf> for TxBuffers {
     #[inline(always)]
     fn tx(&mut self, port: u16, pkt: Mbuf) {
         let p = port as usize;
-        if let Err(pkt) = self.bufs[p].push(pkt) {
+        match self.bufs[p].push_len(pkt) {
+            Ok(BURST_SIZE) => self.flush(p),
+            Ok(_) => {}
             // Unreachable: buffers are flushed as soon as they fill.
-            self.drop(pkt, DropReason::TxFull);
-            return;
-        }
-        if self.bufs[p].is_full() {
-            self.flush(p);
+            Err(pkt) => self.drop(pkt, DropReason::TxFull),
         }
     }
 

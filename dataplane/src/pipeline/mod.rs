@@ -141,6 +141,20 @@ impl Pipeline {
         in_port: u16,
         ctx: &StageCtx,
     ) {
+        self.run_with(pkts, meta, in_port, ctx, &mut route::MarkTx);
+    }
+
+    /// [`Pipeline::run`], with the fused pass's fast-path packets handed to
+    /// `fast_tx` (marked for dispatch, or sent at once).
+    #[inline]
+    fn run_with<P: PacketBuf, F: route::FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        in_port: u16,
+        ctx: &StageCtx,
+        fast_tx: &mut F,
+    ) {
         let n = pkts.len();
         if self.fused {
             let profile = self.profile;
@@ -150,7 +164,7 @@ impl Pipeline {
             // The fused pass initialises each packet's metadata itself.
             match &mut self.stages[..] {
                 [Stage::Parse(parse), Stage::Route(route)] => {
-                    route.process_fused(parse, pkts, meta, in_port, ctx)
+                    route.process_fused(parse, pkts, meta, in_port, ctx, fast_tx)
                 }
                 [Stage::Parse(parse), Stage::Acl(acl), Stage::Route(route)] => {
                     let acl_pass = |n: usize, meta: &mut MetaBurst, plain, keys: &_| {
@@ -161,7 +175,7 @@ impl Pipeline {
                             ctx.counters.stage_cycles[1].add(acl_cycles);
                         }
                     };
-                    route.process_fused_acl(parse, pkts, meta, in_port, ctx, acl_pass);
+                    route.process_fused_acl(parse, pkts, meta, in_port, ctx, acl_pass, fast_tx);
                 }
                 _ => unreachable!("fused only where can_fuse"),
             }
@@ -192,12 +206,16 @@ impl Pipeline {
 }
 
 impl Pipeline {
-    /// [`Pipeline::run`] then [`dispatch`], as the worker runs them, with one
-    /// shortcut: a pipeline that is just `forward` sends a whole burst whose
-    /// frames all hold an Ethernet header without writing or reading any
-    /// metadata (`Forward::process_whole`). Same output as `run` +
-    /// `dispatch` (tests in `forward.rs`). Profiling counts the shortcut as
-    /// the `forward` stage.
+    /// [`Pipeline::run`] then [`dispatch`], as the worker runs them, with two
+    /// shortcuts:
+    /// - a pipeline that is just `forward` sends a whole burst whose frames
+    ///   all hold an Ethernet header without writing or reading any metadata
+    ///   (`Forward::process_whole`); same output as `run` + `dispatch`
+    ///   (tests in `forward.rs`), profiled as the `forward` stage;
+    /// - the fused pass sends its fast-path packets as it rewrites them
+    ///   ([`route::SendTx`]), so they leave ahead of the burst's other
+    ///   packets; the same packets, bytes and counters as `run` + `dispatch`
+    ///   otherwise (test `dataplane/tests/fused_route.rs`).
     #[inline]
     pub fn run_and_dispatch<P: PacketBuf, O: Output<P>>(
         &mut self,
@@ -226,7 +244,18 @@ impl Pipeline {
                 return;
             }
         }
-        self.run(pkts, meta, in_port, ctx);
+        // The fused pass's fast-path packets go straight to `out`
+        // (`route::SendTx`); profiling counts them in the pass.
+        let mut send = route::SendTx {
+            out: &mut *out,
+            sent: 0,
+        };
+        self.run_with(pkts, meta, in_port, ctx, &mut send);
+        if send.sent == pkts.len() {
+            // All gone; the slots are empty.
+            pkts.set_len(0);
+            return;
+        }
         if self.profile {
             let t = crate::dpdk::rdtsc();
             dispatch(pkts, meta, out);

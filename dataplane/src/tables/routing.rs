@@ -97,7 +97,14 @@ pub struct NextHop {
     /// record per packet.
     pub port_mac: [u8; 6],
     pub mtu: u16,
+    /// The gateway's MAC, bytes in wire order from the low byte up, and
+    /// `MAC_VALID` once resolved.
     mac: AtomicU64,
+    /// `port_mac`'s first two bytes at bytes 6 and 7 (wire order from the low
+    /// byte), and its last four: with the gateway's MAC, an Ethernet
+    /// header's first 12 bytes as two stores ([`NextHop::l2_words`]).
+    src_head: u64,
+    src_tail: u32,
 }
 
 impl NextHop {
@@ -106,13 +113,23 @@ impl NextHop {
     pub fn mac(&self) -> Option<[u8; 6]> {
         let v = self.mac.load(Ordering::Relaxed);
         (v & MAC_VALID != 0).then(|| {
-            let b = v.to_be_bytes();
-            [b[2], b[3], b[4], b[5], b[6], b[7]]
+            let b = v.to_le_bytes();
+            [b[0], b[1], b[2], b[3], b[4], b[5]]
         })
     }
 
+    /// When the gateway's MAC is known, the first 12 bytes of the Ethernet
+    /// header toward it (destination = gateway, source = port) as
+    /// little-endian words for bytes 0..8 and 8..12: the fast path's two
+    /// stores instead of twelve byte moves.
+    #[inline(always)]
+    pub fn l2_words(&self) -> Option<(u64, u32)> {
+        let v = self.mac.load(Ordering::Relaxed);
+        (v & MAC_VALID != 0).then_some(((v & 0xffff_ffff_ffff) | self.src_head, self.src_tail))
+    }
+
     fn set_mac(&self, m: [u8; 6]) {
-        let v = m.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b));
+        let v = u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
         self.mac.store(v | MAC_VALID, Ordering::Relaxed);
     }
 }
@@ -191,6 +208,8 @@ impl Builder {
             port_mac,
             mtu,
             mac: AtomicU64::new(0),
+            src_head: u64::from(u16::from_le_bytes([port_mac[0], port_mac[1]])) << 48,
+            src_tail: u32::from_le_bytes([port_mac[2], port_mac[3], port_mac[4], port_mac[5]]),
         });
         self.nh_index.insert(key, id);
         if let NhKind::Gateway(ip) = kind {
@@ -435,8 +454,16 @@ mod tests {
         let gw = r.nexthop(lookup("198.18.3.4"));
         assert_eq!(gw.kind, NhKind::Gateway(gw1));
         assert_eq!(gw.mac(), None);
+        assert_eq!(gw.l2_words(), None);
         assert!(r.learn(0, gw1, [2, 0, 0, 0, 7, 7]));
         assert_eq!(gw.mac(), Some([2, 0, 0, 0, 7, 7]));
+        // The fast path's two words are the gateway's MAC, then the port's.
+        let (head, tail) = gw.l2_words().unwrap();
+        let mut l2 = head.to_le_bytes().to_vec();
+        l2.extend_from_slice(&tail.to_le_bytes());
+        let mut want = vec![2, 0, 0, 0, 7, 7];
+        want.extend_from_slice(&gw.port_mac);
+        assert_eq!(l2, want);
         // Off-link senders are not learned.
         assert!(!r.learn(0, "192.168.9.9".parse().unwrap(), [2, 0, 0, 0, 7, 8]));
         // ECMP: both members used, each flow sticks to one.

@@ -59,7 +59,11 @@
 #                        run once per round (order reversed in even rounds, so
 #                        a drifting machine favours no app); the `bench` line
 #                        then gives each app's median and a `bench-round` line
-#                        per round its own numbers
+#                        per round its own numbers; `round_ratio_*` on the
+#                        `bench` line is the median of the per-round ratios
+#                        (the apps of one round run back to back, so a slow
+#                        phase of the VM hits them more alike than across
+#                        rounds)
 #   BENCH_SCENARIOS=...  space/comma list (default: all known, see SCENARIOS_ALL)
 #   BENCH_NO_BUILD=1     skip `cargo build --release -p dataplane`
 #   BENCH_NO_SETUP=1     skip `bash scripts/setup.sh`
@@ -656,7 +660,7 @@ median() {          # median V... -> the median (2 decimals) of the numbers, NA 
 # L3_DETAIL, DP_DETAIL (last run's). Each *_FN is a command that leaves
 # MEASURED / MEASURED_DETAIL, as run_testpmd etc. do.
 rounds() {
-  local scen=$1 tp_fn=$2 l3_fn=$3 dp_fn=$4 r app tps=() l3s=() dps=()
+  local scen=$1 tp_fn=$2 l3_fn=$3 dp_fn=$4 r app tps=() l3s=() dps=() rts=() rls=()
   local -A got
   for ((r = 1; r <= ROUNDS; r++)); do
     local order=(tp l3 dp)
@@ -671,14 +675,19 @@ rounds() {
       esac
     done
     tps+=("${got[tp]}"); l3s+=("${got[l3]}"); dps+=("${got[dp]}")
+    rts+=("$(ratio "${got[dp]}" "${got[tp]}")"); rls+=("$(ratio "${got[dp]}" "${got[l3]}")")
     [ "$ROUNDS" -gt 1 ] && echo "bench-round scenario=$scen round=$r dataplane_mpps=${got[dp]} testpmd_mpps=${got[tp]} l3fwd_mpps=${got[l3]} ratio_testpmd=$(ratio "${got[dp]}" "${got[tp]}") ratio_l3fwd=$(ratio "${got[dp]}" "${got[l3]}")"
   done
   TP=$(median "${tps[@]}"); L3=$(median "${l3s[@]}"); DP=$(median "${dps[@]}")
+  ROUND_RT=$(median "${rts[@]}"); ROUND_RL=$(median "${rls[@]}")
 }
 
 report_line() {     # report_line SCENARIO DP_MPPS TESTPMD_MPPS L3FWD_MPPS
-  local s=$1 dp=$2 tp=$3 l3=$4
-  RESULTS+=("bench scenario=$s dataplane_mpps=$dp testpmd_mpps=$tp l3fwd_mpps=$l3 ratio_testpmd=$(ratio "$dp" "$tp") ratio_l3fwd=$(ratio "$dp" "$l3")")
+  local s=$1 dp=$2 tp=$3 l3=$4 rr=""
+  # Per-round ratios' medians, when this scenario ran rounds (rounds() sets them).
+  [ "$ROUNDS" -gt 1 ] && [ "$dp" != NA ] && rr=" round_ratio_testpmd=${ROUND_RT:-NA} round_ratio_l3fwd=${ROUND_RL:-NA}"
+  ROUND_RT=NA; ROUND_RL=NA
+  RESULTS+=("bench scenario=$s dataplane_mpps=$dp testpmd_mpps=$tp l3fwd_mpps=$l3 ratio_testpmd=$(ratio "$dp" "$tp") ratio_l3fwd=$(ratio "$dp" "$l3")$rr")
   [ "$tp" = NA ] && REF_FAILED=1
   [ "$l3" = NA ] && REF_FAILED=1
   return 0

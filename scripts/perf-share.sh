@@ -13,6 +13,12 @@
 #   perf-share scenario=S app=A app_pct=X pmd_pct=Y lib_pct=Z app_per_pmd=R
 # (PERF_SHARE_APPS=dataplane: the daemon only) where app counts the binary itself, lib the DPDK table libraries it calls
 # (rte_fib, rte_lpm, rte_acl), and app_per_pmd = (app + lib) / pmd.
+#
+# With address-space randomisation the daemon's app_per_pmd often falls in
+# two bands about 15 % apart from run to run (memory and code placement);
+# PERF_SHARE_NO_ASLR=1 runs both apps under `setarch -R`, which narrows the
+# spread (most runs within +-5 %, some outliers): to compare two builds, use
+# it, alternate them and take several runs each.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -73,8 +79,11 @@ run_one() { # run_one APP DSO_NAME THREAD_NAME CMD...
   kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 }
 
+# PERF_SHARE_NO_ASLR=1: no randomisation (setarch execs the app, same pid).
+norand=()
+[ "${PERF_SHARE_NO_ASLR:-0}" = 1 ] && norand=(setarch "$(uname -m)" -R)
 sed "s|^file_prefix *=.*|file_prefix = \"perfshare-dp\"|" "$conf" >"$WORK/perf-share-$SCEN.toml"
-run_one dataplane dataplane rte-worker-1 "$DP_BIN" run --config "$WORK/perf-share-$SCEN.toml"
+run_one dataplane dataplane rte-worker-1 "${norand[@]}" "$DP_BIN" run --config "$WORK/perf-share-$SCEN.toml"
 if [ "${PERF_SHARE_APPS:-dataplane l3fwd}" = dataplane ]; then
   : # PERF_SHARE_APPS=dataplane: just the daemon (quicker, for A/B work)
 elif [ -x "$L3FWD_BIN" ]; then
@@ -84,7 +93,7 @@ elif [ -x "$L3FWD_BIN" ]; then
   huge=()
   grep -q '^hugepages *= *"off"' "$conf" && huge=(--no-huge)
   # l3fwd's main lcore (1) forwards; its thread is the process itself.
-  "$L3FWD_BIN" -l 1 --file-prefix perfshare-l3 --no-pci -m "${mem:-512}" "${huge[@]}" --huge-unlink \
+  "${norand[@]}" "$L3FWD_BIN" -l 1 --file-prefix perfshare-l3 --no-pci -m "${mem:-512}" "${huge[@]}" --huge-unlink \
     --vdev "net_pcap0,rx_pcap=$WORK/feeds/$feed-p0.pcap,infinite_rx=1" \
     --vdev "net_pcap1,rx_pcap=$WORK/feeds/$feed-p1.pcap,infinite_rx=1" -- \
     -p 0x3 --config="(0,0,1),(1,0,1)" --parse-ptype --lookup=lpm "${rules[@]}" \

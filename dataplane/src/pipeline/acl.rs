@@ -98,8 +98,8 @@ impl AclStage {
         v4_keys: &[FlowKeyV4; BURST_SIZE],
     ) {
         let plain = |i: usize| v4 & (1 << i) != 0;
-        if len > 0 && v4 == u32::MAX >> (32 - len) && self.cache.is_some() {
-            return self.process_all_plain(len, meta, v4_keys);
+        if len > 0 && v4 == u32::MAX >> (32 - len) && self.process_all_plain(len, meta, v4_keys) {
+            return;
         }
         // The packets to classify: positions, families and cache hashes.
         let mut c = Candidates::new();
@@ -159,15 +159,18 @@ impl AclStage {
 
     /// `process_keyed` for the common case of a burst of nothing but plain
     /// IPv4 packets, with a cache: the same steps without picking packets
-    /// (slot = candidate) or telling families apart.
+    /// (slot = candidate) or telling families apart. False, having done
+    /// nothing, when there is no cache.
     #[inline(always)]
     fn process_all_plain(
         &mut self,
         len: usize,
         meta: &mut MetaBurst,
         v4_keys: &[FlowKeyV4; BURST_SIZE],
-    ) {
-        let Some(cache) = &self.cache else { return };
+    ) -> bool {
+        let Some(cache) = &self.cache else {
+            return false;
+        };
         let mut hash = [0u32; BURST_SIZE];
         for (h, &k) in hash[..len].iter_mut().zip(v4_keys) {
             *h = FlowCache::hash_v4(k);
@@ -189,6 +192,7 @@ impl AclStage {
         self.counters.cache_misses.add(c.n as u64);
         self.classify_misses(&c, meta, u32::MAX, v4_keys, &mut run);
         run.flush(&self.counters.rules);
+        true
     }
 
     /// Classifies the candidates with rte_acl (one call for both families),

@@ -270,9 +270,10 @@ impl<P> FastTx<P> for MarkTx {
 /// `Continue` the pass set: dispatch skips empty slots, and a `Continue`
 /// keeps it off its whole-burst shortcut (which would send the burst's
 /// slots as they are). So a burst's fast-path packets leave before its
-/// other packets to the same port; a flow keeps its order, as a flow's
-/// packets take one path (the fast path depends on the frame's shape and
-/// the route, not on the packet).
+/// other packets to the same port. Which path a packet takes depends on
+/// its frame's shape (untagged, no IP options) and its route, which a
+/// flow's packets normally share; a flow whose packets differ in shape
+/// within one burst (some with IP options, say) can be reordered there.
 pub struct SendTx<'a, O> {
     pub out: &'a mut O,
     /// Packets sent so far: when it is the whole burst, there is nothing

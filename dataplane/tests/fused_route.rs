@@ -217,13 +217,15 @@ fn both_locked(pairs: &mut [Pair], frames: &[Vec<u8>], in_port: u16, now: u64) -
             fused, plain,
             "fused and unfused pipelines differ (variant {k})"
         );
-        // Sent early or not, the same packets leave on the same ports; the
-        // verdicts of those sent early were never written.
+        // Sent early or not, the same packets leave on the same ports. The
+        // verdicts of those sent early were never written (their `Meta`
+        // holds whatever an earlier burst left): the sent and dropped lists
+        // compared below decide where every packet went.
         let mut sent = plain.sent.clone();
         sent.sort();
         direct.sent.sort();
         for (d, p) in direct.verdicts.iter_mut().zip(&plain.verdicts) {
-            if *d == Verdict::Continue && matches!(p, Verdict::Tx(_)) {
+            if matches!(p, Verdict::Tx(_)) {
                 *d = *p;
             }
         }

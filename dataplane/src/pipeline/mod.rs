@@ -256,12 +256,20 @@ impl Pipeline {
             pkts.set_len(0);
             return;
         }
-        if self.profile {
-            let t = crate::dpdk::rdtsc();
-            dispatch(pkts, meta, out);
-            ctx.counters.stage_cycles[dispatch_slot].add(crate::dpdk::rdtsc() - t);
+        // Packets sent early left empty slots whose `Meta` is not this
+        // burst's: dispatch must not take its whole-burst shortcut then.
+        let t = if self.profile {
+            crate::dpdk::rdtsc()
         } else {
+            0
+        };
+        if send.sent == 0 {
             dispatch(pkts, meta, out);
+        } else {
+            dispatch_each(pkts, meta, out);
+        }
+        if self.profile {
+            ctx.counters.stage_cycles[dispatch_slot].add(crate::dpdk::rdtsc() - t);
         }
     }
 }
@@ -301,6 +309,12 @@ pub fn dispatch<P, O: Output<P>>(pkts: &mut Burst<P>, meta: &MetaBurst, out: &mu
             return;
         }
     }
+    dispatch_each(pkts, meta, out);
+}
+
+/// [`dispatch`] packet by packet, reading the `Meta` of occupied slots only.
+fn dispatch_each<P, O: Output<P>>(pkts: &mut Burst<P>, meta: &MetaBurst, out: &mut O) {
+    let n = pkts.len();
     for (i, m) in meta[..n].iter().enumerate() {
         let Some(pkt) = pkts.take(i) else { continue };
         match m.verdict {

@@ -26,7 +26,7 @@ use super::{DropReason, FlowKeyV4, Meta, MetaBurst, Output, PacketBuf, StageCtx,
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::{NextHop, NhKind, Routing, GROUP_FLAG};
-use crate::tables::{RouteTable, MISS};
+use crate::tables::{raw_value, RouteTable, MISS};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -133,18 +133,23 @@ impl RouteStage {
         let mut look = Lookups::new();
         let mut fast = 0u32;
         for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
-            let Some(pkt) = begin_fused(pkts, m, i, in_port) else {
-                continue;
-            };
-            if let Some(h) = parse.fast_v4(pkt.data()) {
+            if let Some(p) = pkts.get(i + PREFETCH_AHEAD) {
+                p.prefetch();
+            }
+            // A plain packet's `Meta` is written only when something reads
+            // it: a drop here, or the general path in `forward_fused`.
+            if let Some(h) = pkts.get(i).and_then(|p| parse.fast_v4(p.data())) {
                 fast |= look.push_plain_v4(h, m, i);
                 continue;
             }
+            m.verdict = Verdict::Continue;
+            m.in_port = in_port;
+            let Some(pkt) = pkts.get(i) else { continue };
             if parse_into(parse, pkt, m) {
                 look.classify(r, pkts, m, i, ctx);
             }
         }
-        self.forward_fused(parse, pkts, meta, &look, fast, ctx, fast_tx);
+        self.forward_fused(parse, pkts, meta, &look, fast, in_port, ctx, fast_tx);
     }
 
     /// The fused pass with the `acl` stage in the middle, for the pipeline
@@ -197,11 +202,13 @@ impl RouteStage {
                 look.classify(r, pkts, m, i, ctx);
             }
         }
-        self.forward_fused(parse, pkts, meta, &look, fast, ctx, fast_tx);
+        self.forward_fused(parse, pkts, meta, &look, fast, in_port, ctx, fast_tx);
     }
 
     /// The fused passes' lookups and forwarding: `fast` marks the plain
-    /// IPv4 packets whose `Meta` was not filled.
+    /// IPv4 packets whose `Meta` was not filled (in [`RouteStage::process_fused`]
+    /// not even its `verdict` and `in_port`: a packet forwarded here never
+    /// gets them, [`forward_v4_general`] writes them for the others).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn forward_fused<P: PacketBuf, F: FastTx<P>>(
@@ -211,32 +218,58 @@ impl RouteStage {
         meta: &mut MetaBurst,
         look: &Lookups,
         fast: u32,
+        in_port: u16,
         ctx: &StageCtx,
         fast_tx: &mut F,
     ) {
         const _: () = assert!(BURST_SIZE <= 32, "fast-path mask is a u32");
         let r = &*self.routing;
+        let n = pkts.len();
         let slots = pkts.slots_mut();
         let limiter = &mut self.limiter;
-        // The loop over the IPv4 results is written out here (not through
-        // `lookup_v4`'s callback) so that the fast path stays in it and
+        // The loops over the IPv4 results are written out here (not through
+        // `lookup_v4`'s callback) so that the fast path stays in them and
         // everything else is one out-of-line call: as a callback, the whole
         // of `forward` was inlined into it and the callback itself was not
         // inlined, a call with six register saves per packet.
-        let mut res = [MISS; BURST_SIZE];
-        look.lookup_v4_into(r, &mut res);
-        for (&i, &val) in look.i4[..look.n4].iter().zip(&res[..look.n4]) {
-            let i = usize::from(i) % BURST_SIZE;
-            let m = &mut meta[i];
-            let Some(p) = slots[i].as_mut() else { continue };
-            let plain = fast & (1 << i) != 0;
+        let mut res = [0u64; BURST_SIZE];
+        if look.n4 != 0 {
+            r.v4.lookup_bulk_raw(&look.a4[..look.n4], &mut res);
+        }
+        let general = |p: &mut P, m: &mut Meta, raw: u64, plain: bool| {
             if plain {
-                if let Some(port) = forward_plain_v4(r, p, val) {
-                    fast_tx.forwarded(&mut slots[i], m, port, val);
+                m.verdict = Verdict::Continue;
+                m.in_port = in_port;
+            }
+            forward_v4_general(r, limiter, parse, p, m, raw_value(raw), plain, ctx)
+        };
+        let mut general = general;
+        if look.n4 == n && fast == mask_below(n) {
+            // Every packet plain (the common burst): the k-th lookup is
+            // slot k's, so no slot indices and no mask to read.
+            for (k, (slot, &raw)) in slots[..n].iter_mut().zip(&res[..n]).enumerate() {
+                let Some(p) = slot.as_mut() else { continue };
+                let m = &mut meta[k];
+                if let Some(port) = forward_plain_v4(r, p, raw) {
+                    fast_tx.forwarded(slot, m, port, raw as u32);
                     continue;
                 }
+                m.verdict = general(p, m, raw, true);
             }
-            m.verdict = forward_v4_general(r, limiter, parse, p, m, val, plain, ctx);
+        } else {
+            for (&i, &raw) in look.i4[..look.n4].iter().zip(&res[..look.n4]) {
+                let i = usize::from(i) % BURST_SIZE;
+                let m = &mut meta[i];
+                let Some(p) = slots[i].as_mut() else { continue };
+                let plain = fast & (1 << i) != 0;
+                if plain {
+                    if let Some(port) = forward_plain_v4(r, p, raw) {
+                        fast_tx.forwarded(&mut slots[i], m, port, raw as u32);
+                        continue;
+                    }
+                }
+                m.verdict = general(p, m, raw, plain);
+            }
         }
         look.lookup_v6(r, meta, |i, val, m| {
             if let Some(p) = slots[i].as_mut() {
@@ -314,6 +347,19 @@ fn forward_v4_general<P: PacketBuf>(
     forward(r, limiter, p, m, val, false, ctx)
 }
 
+/// How many packets ahead of the one in hand a fused pass prefetches.
+const PREFETCH_AHEAD: usize = 3;
+
+/// The fast-path mask of a burst of `n` packets that all took it.
+#[inline(always)]
+fn mask_below(n: usize) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1 << n) - 1
+    }
+}
+
 /// Starts packet `i` of a fused pass, which is the first stage: prefetches
 /// a packet a few slots on and initialises what `Pipeline::run` does for
 /// the other stages (`verdict`, `in_port`). The packet, if the slot holds
@@ -325,7 +371,7 @@ fn begin_fused<'a, P: PacketBuf>(
     i: usize,
     in_port: u16,
 ) -> Option<&'a P> {
-    if let Some(p) = pkts.get(i + 3) {
+    if let Some(p) = pkts.get(i + PREFETCH_AHEAD) {
         p.prefetch();
     }
     m.verdict = Verdict::Continue;
@@ -492,16 +538,16 @@ impl Lookups {
 }
 
 /// The fused fast path's forwarding of a plain IPv4 packet (14-byte L2,
-/// 20-byte header): `Some(port)` when `val` is a single gateway next hop
-/// with a known MAC and the packet's TTL and length allow it — then the
-/// packet is rewritten exactly as [`forward`] does; `None` (packet
-/// untouched) for everything else, which goes the general way.
+/// 20-byte header): `Some(port)` when `raw` (a raw lookup entry) is a
+/// single gateway next hop with a known MAC and the packet's TTL and length
+/// allow it — then the packet is rewritten exactly as [`forward`] does;
+/// `None` (packet untouched) for everything else, which goes the general way.
 #[inline(always)]
-fn forward_plain_v4<P: PacketBuf>(r: &Routing, pkt: &mut P, val: u32) -> Option<u16> {
-    if val & GROUP_FLAG != 0 {
-        return None; // also MISS
+fn forward_plain_v4<P: PacketBuf>(r: &Routing, pkt: &mut P, raw: u64) -> Option<u16> {
+    if raw >= u64::from(GROUP_FLAG) {
+        return None; // a group or a miss
     }
-    let nh = r.nexthop(val);
+    let nh = r.nexthop(raw as u32);
     if !matches!(nh.kind, NhKind::Gateway(_)) {
         return None;
     }

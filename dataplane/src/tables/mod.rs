@@ -17,5 +17,7 @@ pub mod testing;
 pub use acl::{AclAction, AclRule, AclTable};
 pub use flow_cache::FlowCache;
 pub use prefix::Prefix;
-pub use route::{Route4, Route6, RouteBackend, RouteConfig, RouteTable, MISS};
+pub use route::{
+    raw_value, Route4, Route6, RouteBackend, RouteConfig, RouteTable, MISS, RAW_MISS_FLOOR,
+};
 pub use testing::test_eal;

@@ -24,6 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const GROUP_FLAG: u32 = 1 << 20;
 /// Most next hops (and most groups).
 pub const MAX_NEXTHOPS: u32 = GROUP_FLAG - 1;
+// Every LPM value (next hop or group) is below a raw lookup's misses.
+const _: () = assert!(2 * GROUP_FLAG as u64 <= super::route::RAW_MISS_FLOOR);
 
 const MAC_VALID: u64 = 1 << 63;
 

@@ -265,18 +265,24 @@ impl Parse {
 }
 
 /// Whether a 20-byte IPv4 header's checksum verifies: its one's-complement
-/// sum is 0xffff. Summed as native-endian 32-bit words (RFC 1071: the sum is
-/// independent of byte order, and 0xffff is its own byte swap).
+/// sum is 0xffff. Summed as native-endian words (RFC 1071: the sum is
+/// independent of byte order, and 0xffff is its own byte swap): two 64-bit
+/// words and a 32-bit one, each add's carry added back at once (add + adc;
+/// that add cannot carry again, as a carried sum is at most 2^64 - 2), then
+/// folded 64 -> 32 the same way and 32 -> 16 with the end-around carry in
+/// one add: the high half of x + rotl16(x) is hi + lo + carry(lo + hi), as
+/// Linux's csum_fold does.
 #[inline(always)]
 fn checksum20_ok(h: &[u8; 20]) -> bool {
-    let w = |i: usize| u64::from(u32::from_ne_bytes(h[i..i + 4].try_into().expect("4 bytes")));
-    let mut s = w(0) + w(4) + w(8) + w(12) + w(16);
-    // Fold 64 -> 32 bits twice (the first fold can carry), then 32 -> 16
-    // with the end-around carry in one add: the high half of x + rotl16(x)
-    // is hi + lo + carry(lo + hi), as Linux's csum_fold does.
-    s = (s & 0xffff_ffff) + (s >> 32);
-    s = (s & 0xffff_ffff) + (s >> 32);
-    let x = s as u32;
+    let w64 = |i: usize| u64::from_ne_bytes(h[i..i + 8].try_into().expect("8 bytes"));
+    let tail = u64::from(u32::from_ne_bytes(h[16..20].try_into().expect("4 bytes")));
+    let add = |x: u64, y: u64| {
+        let (s, carry) = x.overflowing_add(y);
+        s + u64::from(carry)
+    };
+    let s = add(add(w64(0), w64(8)), tail);
+    let (x, carry) = (s as u32).overflowing_add((s >> 32) as u32);
+    let x = x + u32::from(carry);
     x.wrapping_add(x.rotate_left(16)) >> 16 == 0xffff
 }
 
@@ -466,6 +472,37 @@ mod tests {
             proptest::prop_assert!(ra.is_ok() && rb.is_ok());
             proptest::prop_assert_eq!(a.key, b.key);
             proptest::prop_assert_eq!(a.hash, b.hash);
+        }
+    }
+
+    /// Headers whose word sums carry at every step (all ones, all but one
+    /// byte ones, one word short of a carry), and all zeros, against the
+    /// plain 16-bit sum.
+    #[test]
+    fn checksum20_carry_edges() {
+        let sum16 = |h: &[u8; 20]| {
+            let mut s: u32 = h
+                .chunks(2)
+                .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+                .sum();
+            while s > 0xffff {
+                s = (s & 0xffff) + (s >> 16);
+            }
+            s
+        };
+        let mut cases = vec![[0u8; 20], [0xff; 20]];
+        for i in 0..20 {
+            for v in [0x00, 0x01, 0xfe] {
+                let mut h = [0xff; 20];
+                h[i] = v;
+                cases.push(h);
+                let mut h = [0u8; 20];
+                h[i] = 0xff;
+                cases.push(h);
+            }
+        }
+        for h in cases {
+            assert_eq!(checksum20_ok(&h), sum16(&h) == 0xffff, "{h:02x?}");
         }
     }
 

@@ -241,13 +241,16 @@ impl RouteStage {
             forward_v4_general(r, limiter, parse, p, m, raw_value(raw), plain, ctx)
         };
         let mut general = general;
+        // Read once: the loops' packet writes would make the compiler reload
+        // the table's pointer and length through `r` for every packet.
+        let nexthops = r.nexthops();
         if look.n4 == n && fast == mask_below(n) {
             // Every packet plain (the common burst): the k-th lookup is
             // slot k's, so no slot indices and no mask to read.
             for (k, (slot, &raw)) in slots[..n].iter_mut().zip(&res[..n]).enumerate() {
                 let Some(p) = slot.as_mut() else { continue };
                 let m = &mut meta[k];
-                if let Some(port) = forward_plain_v4(r, p, raw) {
+                if let Some(port) = forward_plain_v4(nexthops, p, raw) {
                     fast_tx.forwarded(slot, m, port, raw as u32);
                     continue;
                 }
@@ -260,7 +263,7 @@ impl RouteStage {
                 let Some(p) = slots[i].as_mut() else { continue };
                 let plain = fast & (1 << i) != 0;
                 if plain {
-                    if let Some(port) = forward_plain_v4(r, p, raw) {
+                    if let Some(port) = forward_plain_v4(nexthops, p, raw) {
                         fast_tx.forwarded(&mut slots[i], m, port, raw as u32);
                         continue;
                     }
@@ -538,11 +541,11 @@ impl Lookups {
 /// allow it — then the packet is rewritten exactly as [`forward`] does;
 /// `None` (packet untouched) for everything else, which goes the general way.
 #[inline(always)]
-fn forward_plain_v4<P: PacketBuf>(r: &Routing, pkt: &mut P, raw: u64) -> Option<u16> {
+fn forward_plain_v4<P: PacketBuf>(nexthops: &[NextHop], pkt: &mut P, raw: u64) -> Option<u16> {
     if raw >= u64::from(GROUP_FLAG) {
         return None; // a group or a miss
     }
-    let nh = r.nexthop(raw as u32);
+    let nh = nexthops.get(raw as usize)?;
     if !matches!(nh.kind, NhKind::Gateway(_)) {
         return None;
     }

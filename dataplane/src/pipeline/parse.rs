@@ -136,8 +136,16 @@ impl Parse {
     /// `parse_ipv4_fast` accepts (proptest `fast_v4_agrees_with_parse`).
     #[inline(always)]
     pub fn fast_v4(&self, data: &[u8]) -> Option<FastV4> {
+        Self::fast_v4_as(data, self.verify_checksum, self.l4)
+    }
+
+    /// [`Parse::fast_v4`] with the two settings it reads given as arguments:
+    /// a caller that passes constants (the fused pass, specialised per
+    /// setting) leaves no per-packet test of them.
+    #[inline(always)]
+    pub fn fast_v4_as(data: &[u8], verify_checksum: bool, l4: bool) -> Option<FastV4> {
         // The key's loads are dead here and compiled away once inlined.
-        self.fast_v4_keyed(data).map(|(h, _)| h)
+        Self::fast_v4_keyed_as(data, verify_checksum, l4).map(|(h, _)| h)
     }
 
     /// [`Parse::fast_v4`] plus the frame's ACL key, read straight from the
@@ -145,6 +153,17 @@ impl Parse {
     /// (proptest `fast_v4_agrees_with_parse`).
     #[inline(always)]
     pub fn fast_v4_keyed(&self, data: &[u8]) -> Option<(FastV4, FlowKeyV4)> {
+        Self::fast_v4_keyed_as(data, self.verify_checksum, self.l4)
+    }
+
+    /// [`Parse::fast_v4_keyed`] with its settings as arguments (see
+    /// [`Parse::fast_v4_as`]).
+    #[inline(always)]
+    fn fast_v4_keyed_as(
+        data: &[u8],
+        verify_checksum: bool,
+        l4: bool,
+    ) -> Option<(FastV4, FlowKeyV4)> {
         let hdr: &[u8; 34] = data.get(..34)?.try_into().ok()?;
         if hdr[12] != 0x08 || hdr[13] != 0x00 || hdr[14] != 0x45 {
             return None;
@@ -154,12 +173,12 @@ impl Parse {
             return None;
         }
         let ip: &[u8; 20] = hdr[14..34].try_into().ok()?;
-        if self.verify_checksum && !checksum20_ok(ip) {
+        if verify_checksum && !checksum20_ok(ip) {
             return None;
         }
         // parse_ipv4_fast's one other refusal: L4 ports wanted but cut short.
         let first_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
-        let ports = self.l4 && first_fragment && has_ports(ip[9]);
+        let ports = l4 && first_fragment && has_ports(ip[9]);
         if ports && (data.len() < 38 || total < 24) {
             return None;
         }

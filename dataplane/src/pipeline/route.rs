@@ -131,21 +131,16 @@ impl RouteStage {
     ) {
         let r = &*self.routing;
         let mut look = Lookups::new();
-        let mut fast = 0u32;
-        for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
-            // No prefetch: see `begin_fused`. A plain packet's `Meta` is written only when something reads
-            // it: a drop here, or the general path in `forward_fused`.
-            if let Some(h) = pkts.get(i).and_then(|p| parse.fast_v4(p.data())) {
-                fast |= look.push_plain_v4(h, m, i);
-                continue;
-            }
-            m.verdict = Verdict::Continue;
-            m.in_port = in_port;
-            let Some(pkt) = pkts.get(i) else { continue };
-            if parse_into(parse, pkt, m) {
-                look.classify(r, pkts, m, i, ctx);
-            }
-        }
+        // The sweep is compiled once per parse setting, so no packet tests
+        // them (the daemon always verifies checksums; `l4` depends on the
+        // config).
+        let l = &mut look;
+        let fast = match (parse.verify_checksum, parse.l4) {
+            (true, false) => parse_sweep::<P, true, false>(r, parse, pkts, meta, in_port, ctx, l),
+            (true, true) => parse_sweep::<P, true, true>(r, parse, pkts, meta, in_port, ctx, l),
+            (false, false) => parse_sweep::<P, false, false>(r, parse, pkts, meta, in_port, ctx, l),
+            (false, true) => parse_sweep::<P, false, true>(r, parse, pkts, meta, in_port, ctx, l),
+        };
         self.forward_fused(parse, pkts, meta, &look, fast, in_port, ctx, fast_tx);
     }
 
@@ -277,6 +272,44 @@ impl RouteStage {
             }
         });
     }
+}
+
+/// [`RouteStage::process_fused`]'s parse sweep, for `parse`'s settings
+/// `VERIFY` (`verify_checksum`) and `L4` (`l4`): plain IPv4 packets are
+/// checked and queued for the lookup straight from their headers, the rest
+/// parsed in full and classified. The plain packets' mask.
+///
+/// No prefetch: see `begin_fused`. A plain packet's `Meta` is written only
+/// when something reads it: a drop here, or the general path in
+/// `forward_fused`.
+#[inline(always)]
+fn parse_sweep<P: PacketBuf, const VERIFY: bool, const L4: bool>(
+    r: &Routing,
+    parse: &Parse,
+    pkts: &mut Burst<P>,
+    meta: &mut MetaBurst,
+    in_port: u16,
+    ctx: &StageCtx,
+    look: &mut Lookups,
+) -> u32 {
+    debug_assert!(parse.verify_checksum == VERIFY && parse.l4 == L4);
+    let mut fast = 0u32;
+    for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
+        if let Some(h) = pkts
+            .get(i)
+            .and_then(|p| Parse::fast_v4_as(p.data(), VERIFY, L4))
+        {
+            fast |= look.push_plain_v4(h, m, i);
+            continue;
+        }
+        m.verdict = Verdict::Continue;
+        m.in_port = in_port;
+        let Some(pkt) = pkts.get(i) else { continue };
+        if parse_into(parse, pkt, m) {
+            look.classify(r, pkts, m, i, ctx);
+        }
+    }
+    fast
 }
 
 /// What the fused pass does with a packet its fast path forwarded (rewritten,
@@ -415,9 +448,13 @@ impl Lookups {
 
     #[inline(always)]
     fn push_v4(&mut self, dst: u32, i: usize) {
-        self.a4[self.n4] = dst;
-        self.i4[self.n4] = i as u8;
-        self.n4 += 1;
+        // At most one push per slot, so `n4 < BURST_SIZE` here: the mask is
+        // a no-op that spares two bounds checks (and the compiler's reload
+        // of `n4` between the two stores).
+        let n = self.n4 % BURST_SIZE;
+        self.a4[n] = dst;
+        self.i4[n] = i as u8;
+        self.n4 = n + 1;
     }
 
     /// A plain IPv4 packet (slot `i`, header fields `h`, `Meta` not filled):

@@ -43,11 +43,10 @@ impl Forward {
         let out = self.out.get(usize::from(in_port)).copied().flatten()?;
         let hdr = self.l2_rewrite[usize::from(out)];
         let slots = &mut pkts.slots_mut()[..n];
-        for i in 0..n {
-            if let Some(Some(p)) = slots.get(i + 4) {
-                p.prefetch();
-            }
-            let l2 = slots[i].as_mut()?.data_mut().get_mut(..14)?;
+        // No prefetch, as in the fused route pass (`route::begin_fused`):
+        // one in-order sweep over frames the PMD has just written.
+        for slot in slots.iter_mut() {
+            let l2 = slot.as_mut()?.data_mut().get_mut(..14)?;
             l2[..12].copy_from_slice(&hdr);
         }
         Some(out)
@@ -74,9 +73,6 @@ impl Forward {
         let hdr = self.l2_rewrite[out as usize];
         let slots = &mut pkts.slots_mut()[..n];
         for i in 0..n {
-            if let Some(Some(p)) = slots.get(i + 4) {
-                p.prefetch();
-            }
             let m = &mut meta[i];
             if m.verdict != Verdict::Continue {
                 continue;

@@ -494,21 +494,24 @@ mod tests {
         }
     }
 
+    /// The reference for `checksum20_ok`: a plain 16-bit one's-complement
+    /// sum, folded.
+    fn sum16(h: &[u8; 20]) -> u32 {
+        let mut s: u32 = h
+            .chunks(2)
+            .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+            .sum();
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s
+    }
+
     /// Headers whose word sums carry at every step (all ones, all but one
     /// byte ones, one word short of a carry), and all zeros, against the
     /// plain 16-bit sum.
     #[test]
     fn checksum20_carry_edges() {
-        let sum16 = |h: &[u8; 20]| {
-            let mut s: u32 = h
-                .chunks(2)
-                .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-                .sum();
-            while s > 0xffff {
-                s = (s & 0xffff) + (s >> 16);
-            }
-            s
-        };
         let mut cases = vec![[0u8; 20], [0xff; 20]];
         for i in 0..20 {
             for v in [0x00, 0x01, 0xfe] {
@@ -530,13 +533,6 @@ mod tests {
         #[test]
         fn checksum20_matches_reference(h in proptest::prelude::any::<[u8; 20]>(), fix in proptest::prelude::any::<bool>()) {
             let mut h = h;
-            let sum16 = |h: &[u8; 20]| {
-                let mut s: u32 = h.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], c[1]]))).sum();
-                while s > 0xffff {
-                    s = (s & 0xffff) + (s >> 16);
-                }
-                s
-            };
             if fix {
                 // Make it valid: checksum = complement of the sum without it.
                 h[10] = 0;

@@ -228,14 +228,13 @@ impl RouteStage {
         if look.n4 != 0 {
             r.v4.lookup_bulk_raw(&look.a4[..look.n4], &mut res);
         }
-        let general = |p: &mut P, m: &mut Meta, raw: u64, plain: bool| {
+        let mut general = |p: &mut P, m: &mut Meta, raw: u64, plain: bool| {
             if plain {
                 m.verdict = Verdict::Continue;
                 m.in_port = in_port;
             }
             forward_v4_general(r, limiter, parse, p, m, raw_value(raw), plain, ctx)
         };
-        let mut general = general;
         // Read once: the loops' packet writes would make the compiler reload
         // the table's pointer and length through `r` for every packet.
         let nexthops = r.nexthops();

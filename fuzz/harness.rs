@@ -202,7 +202,7 @@ pub fn router() -> &'static Router {
             .map(|p| p.mac.expect("every fuzz port has a MAC").0)
             .collect();
         let peer_macs = (0..cfg.ports.len()).map(default_peer_mac).collect();
-        let tables = match build_tables(&cfg, &res, &port_macs) {
+        let tables = match build_tables(&cfg, &res, &port_macs, &[]) {
             Ok(t) => t,
             Err(e) => panic!("fuzz tables: {e:#}"),
         };

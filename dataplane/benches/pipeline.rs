@@ -156,7 +156,7 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, fused: bool, tsc_g
     let mut rng = SmallRng::seed_from_u64(7);
     let (toml, dsts) = config(routes, rules, stages, &mut rng);
     let (cfg, res) = Config::parse(&toml, name).unwrap();
-    let tables = build_tables(&cfg, &res, &PORT_MACS).unwrap();
+    let tables = build_tables(&cfg, &res, &PORT_MACS, &[]).unwrap();
     let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &PORT_MACS, &PORT_MACS);
     pipeline.set_profile(true);
     pipeline.set_fused(fused);

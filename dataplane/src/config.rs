@@ -376,6 +376,10 @@ pub struct PortSection {
     pub peer_mac: Option<Mac>,
     #[serde(default = "yes")]
     pub promiscuous: bool,
+    /// Let the device fill in routed IPv4 packets' header checksums when it
+    /// offers that offload; `false` keeps the incremental update in software.
+    #[serde(default = "yes")]
+    pub tx_checksum_offload: bool,
     /// Interface addresses with their subnet, e.g. `192.0.2.1/24`.
     #[serde(default)]
     pub ipv4: Vec<Spanned<Ipv4Cidr>>,
@@ -1452,12 +1456,29 @@ pairs = [["p0", "p1"]]
         assert_eq!(cfg.ports.len(), 2);
         assert_eq!(cfg.ports[0].mac, Some(Mac([2, 0, 0, 0, 0, 0xaa])));
         assert_eq!(cfg.ports[0].ipv4[0].get_ref().len, 24);
+        assert!(cfg.ports[0].tx_checksum_offload, "on unless turned off");
         assert_eq!(cfg.stages(), vec![StageKind::Forward]);
         assert_eq!(res.worker_rx[1], vec![RxAssignment { port: 1, queue: 1 }]);
         assert_eq!(res.tx_queues, vec![2, 2]);
         assert_eq!(res.forward_out, vec![Some(1), Some(0)]);
         assert_eq!(cfg.eal.hugepages, Hugepages::Off);
         assert!(cfg.mempool_size(&res) >= 4 * 1024);
+    }
+
+    #[test]
+    fn checksum_offload_can_be_turned_off() {
+        let src = bad(
+            "rx_queues = 2",
+            "rx_queues = 2\ntx_checksum_offload = false",
+        );
+        let (cfg, _) = Config::parse(&src, "t.toml").unwrap();
+        assert!(cfg.ports[0].tx_checksum_offload);
+        assert!(!cfg.ports[1].tx_checksum_offload);
+        let (line, field, _) = err(&bad(
+            "rx_queues = 2",
+            "rx_queues = 2\ntx_checksum_offload = 1",
+        ));
+        assert_eq!((line, field.as_str()), (20, "port[1].tx_checksum_offload"));
     }
 
     #[test]

@@ -152,7 +152,14 @@ fn route_configs(
 }
 
 /// Builds the route and ACL tables the pipeline needs (EAL must be up).
-pub fn build_tables(cfg: &Config, res: &Resolved, port_macs: &[[u8; 6]]) -> Result<SharedTables> {
+/// `checksum_offload[i]`: port `i` fills in IPv4 header checksums on
+/// transmit (missing = no).
+pub fn build_tables(
+    cfg: &Config,
+    res: &Resolved,
+    port_macs: &[[u8; 6]],
+    checksum_offload: &[bool],
+) -> Result<SharedTables> {
     let mut t = SharedTables {
         routing: None,
         acl: None,
@@ -163,7 +170,8 @@ pub fn build_tables(cfg: &Config, res: &Resolved, port_macs: &[[u8; 6]]) -> Resu
             .ports
             .iter()
             .zip(port_macs)
-            .map(|(p, mac)| PortAddrs {
+            .enumerate()
+            .map(|(i, (p, mac))| PortAddrs {
                 mac: *mac,
                 v4: p
                     .ipv4
@@ -176,6 +184,7 @@ pub fn build_tables(cfg: &Config, res: &Resolved, port_macs: &[[u8; 6]]) -> Resu
                     .map(|c| (c.get_ref().addr, c.get_ref().len))
                     .collect(),
                 mtu: p.mtu.unwrap_or(1500),
+                ipv4_checksum_offload: checksum_offload.get(i).copied().unwrap_or(false),
             })
             .collect();
         let (c4, c6) = route_configs(sec, res, cfg);
@@ -334,11 +343,13 @@ pub fn run(
             mtu: p.mtu,
             promiscuous: p.promiscuous,
             mac: p.mac.map(|m| m.0),
+            ipv4_checksum_offload: p.tx_checksum_offload,
         };
         let port = Port::configure(dev, &pc, pool.clone())
             .with_context(|| format!("port `{}` ({dev})", p.name.get_ref()))?;
         tracing::info!(port = %p.name.get_ref(), device = dev, driver = %port.info().driver,
-            mac = %config::Mac(port.mac()), rx_queues = pc.rx_queues, tx_queues = pc.tx_queues, "port configured");
+            mac = %config::Mac(port.mac()), rx_queues = pc.rx_queues, tx_queues = pc.tx_queues,
+            tx_offloads = %port.tx_offload_names().join(","), "port configured");
         ports.push(port);
     }
     let port_macs: Vec<[u8; 6]> = ports.iter().map(Port::mac).collect();
@@ -353,7 +364,8 @@ pub fn run(
         })
         .collect();
 
-    let tables = build_tables(cfg, res, &port_macs)?;
+    let checksum_offload: Vec<bool> = ports.iter().map(Port::ipv4_checksum_offload).collect();
+    let tables = build_tables(cfg, res, &port_macs, &checksum_offload)?;
 
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
         port.start()
@@ -492,6 +504,7 @@ pub fn run(
             device: p.device.get_ref().clone(),
             driver: port.info().driver.clone(),
             mac: config::Mac(port.mac()).to_string(),
+            tx_offloads: port.tx_offload_names(),
             ipackets: s.ipackets,
             opackets: s.opackets,
             ibytes: s.ibytes,

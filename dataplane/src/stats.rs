@@ -112,6 +112,8 @@ pub struct PortReport {
     pub device: String,
     pub driver: String,
     pub mac: String,
+    /// TX offloads enabled, by DPDK's names (`IPV4_CKSUM`, `MBUF_FAST_FREE`).
+    pub tx_offloads: Vec<String>,
     pub ipackets: u64,
     pub opackets: u64,
     pub ibytes: u64,

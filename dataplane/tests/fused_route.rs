@@ -16,6 +16,11 @@
 //! are rewritten, ahead of the burst's other packets: its output per port
 //! must be the same packets (compared as sorted lists), and everything
 //! else the same.
+//!
+//! A fourth runs as the third but with every port's IPv4 checksum offload
+//! on: what leaves, once the device has filled in the requested checksums
+//! (`VecPacket::transmitted`), must be the same bytes as the software
+//! checksum update gives.
 #[path = "../../fuzz/harness.rs"]
 mod harness;
 
@@ -81,6 +86,8 @@ struct Pair {
     plain: Side,
     /// Fused, run through `run_and_dispatch`.
     direct: Side,
+    /// As `direct`, on ports with IPv4 checksum offload.
+    offload: Side,
 }
 
 /// EAL as `tables::test_eal` starts it but with 2.5 GiB: nine routers (each
@@ -117,8 +124,9 @@ fn pairs() -> &'static Mutex<Vec<Pair>> {
                 let (cfg, res) = Config::parse(toml, "fused.toml").expect("config");
                 let macs: Vec<[u8; 6]> = cfg.ports.iter().map(|p| p.mac.unwrap().0).collect();
                 let peers: Vec<[u8; 6]> = (0..cfg.ports.len()).map(default_peer_mac).collect();
-                let side = |fused: bool| {
-                    let tables = build_tables(&cfg, &res, &macs).expect("tables");
+                let side = |fused: bool, offload: bool| {
+                    let offload = vec![offload; cfg.ports.len()];
+                    let tables = build_tables(&cfg, &res, &macs, &offload).expect("tables");
                     let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &macs, &peers);
                     pipeline.set_fused(fused);
                     Side {
@@ -128,9 +136,10 @@ fn pairs() -> &'static Mutex<Vec<Pair>> {
                         meta: new_meta_burst(),
                     }
                 };
-                let fused = side(true);
-                let plain = side(false);
-                let direct = side(true);
+                let fused = side(true, false);
+                let plain = side(false, false);
+                let direct = side(true, false);
+                let offload = side(true, true);
                 assert_eq!(fused.pipeline.stage_names().join(","), *fused_names);
                 assert_eq!(plain.pipeline.stage_names().join(","), *plain_names);
                 Pair {
@@ -139,6 +148,7 @@ fn pairs() -> &'static Mutex<Vec<Pair>> {
                     fused,
                     plain,
                     direct,
+                    offload,
                 }
             })
             .collect();
@@ -150,7 +160,11 @@ fn pairs() -> &'static Mutex<Vec<Pair>> {
 #[derive(Debug, PartialEq, Eq)]
 struct Run {
     verdicts: Vec<Verdict>,
+    /// As the port puts them on the wire (checksums the device was asked
+    /// for filled in).
     sent: Vec<(u16, Vec<u8>)>,
+    /// Packets sent with an IPv4 checksum request.
+    checksum_requests: usize,
     dropped: Vec<(String, Vec<u8>)>,
     consumed: Vec<Vec<u8>>,
     drops: Vec<u64>,
@@ -186,7 +200,16 @@ fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64, direct:
     let _ = &side.tables;
     Run {
         verdicts: meta[..n].iter().map(|m| m.verdict).collect(),
-        sent: out.sent.into_iter().map(|(p, v)| (p, v.bytes)).collect(),
+        checksum_requests: out
+            .sent
+            .iter()
+            .filter(|(_, v)| v.ipv4_checksum_request.is_some())
+            .count(),
+        sent: out
+            .sent
+            .into_iter()
+            .map(|(p, v)| (p, v.transmitted()))
+            .collect(),
         dropped: out
             .dropped
             .into_iter()
@@ -214,8 +237,9 @@ fn acl_counts(side: &Side) -> Vec<u64> {
     })
 }
 
-/// Runs one burst through both sides of every variant and asserts they
-/// agree; returns each variant's fused result.
+/// Runs one burst through every router of every variant and asserts they
+/// agree; returns each variant's fused result, with `checksum_requests`
+/// from its offload router.
 fn both(frames: &[Vec<u8>], in_port: u16, now: u64) -> Vec<Run> {
     let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
     both_locked(&mut pairs, frames, in_port, now)
@@ -229,31 +253,54 @@ fn both_locked(pairs: &mut [Pair], frames: &[Vec<u8>], in_port: u16, now: u64) -
         let _ = (&p.cfg, &p.res);
         let fused = run_side(&mut p.fused, frames, in_port, now, false);
         let plain = run_side(&mut p.plain, frames, in_port, now, false);
-        let mut direct = run_side(&mut p.direct, frames, in_port, now, true);
+        let direct = run_side(&mut p.direct, frames, in_port, now, true);
+        let mut offload = run_side(&mut p.offload, frames, in_port, now, true);
         assert_eq!(
             fused, plain,
             "fused and unfused pipelines differ (variant {k})"
         );
-        // Sent early or not, the same packets leave on the same ports. The
-        // verdicts of those sent early were never written (their `Meta`
-        // holds whatever an earlier burst left): the sent and dropped lists
-        // compared below decide where every packet went.
-        let mut sent = plain.sent.clone();
-        sent.sort();
-        direct.sent.sort();
-        for (d, p) in direct.verdicts.iter_mut().zip(&plain.verdicts) {
-            if matches!(p, Verdict::Tx(_)) {
-                *d = *p;
-            }
-        }
+        assert_eq!(plain.checksum_requests, 0, "no port has the offload");
+        let plain_sorted = Run {
+            sent: {
+                let mut s = plain.sent.clone();
+                s.sort();
+                s
+            },
+            ..plain
+        };
         assert_eq!(
-            direct,
-            Run { sent, ..plain },
+            sent_early_alike(direct, &plain_sorted),
+            plain_sorted,
             "run_and_dispatch differs from run + dispatch (variant {k})"
         );
-        runs.push(fused);
+        let requests = std::mem::take(&mut offload.checksum_requests);
+        let offloaded = sent_early_alike(offload, &plain_sorted);
+        assert_eq!(
+            offloaded, plain_sorted,
+            "with checksum offload, the wire differs (variant {k})"
+        );
+        runs.push(Run {
+            checksum_requests: requests,
+            ..fused
+        });
     }
     runs
+}
+
+/// A `run_and_dispatch` run made comparable with `plain` (whose `sent` is
+/// sorted): sent early or not, the same packets must leave on the same
+/// ports, so `sent` is sorted too. The verdicts of packets sent early were
+/// never written (their `Meta` holds whatever an earlier burst left): the
+/// sent and dropped lists decide where every packet went, so those are
+/// taken from `plain`.
+fn sent_early_alike(mut direct: Run, plain: &Run) -> Run {
+    direct.sent.sort();
+    for (d, p) in direct.verdicts.iter_mut().zip(&plain.verdicts) {
+        if matches!(p, Verdict::Tx(_)) {
+            *d = *p;
+        }
+    }
+    direct
 }
 
 fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8, payload: usize) -> Vec<u8> {
@@ -282,6 +329,7 @@ fn plain_ipv4_forwarded_alike() {
         assert_eq!(&f[..6], &[2, 0, 0, 0, 2, 2], "gateway 10.0.2.2's MAC");
         assert_eq!(&f[6..12], &[2, 0, 0, 0, 2, 1], "wan's MAC");
         assert_eq!(f[22], 63, "TTL decremented");
+        assert_eq!(r.checksum_requests, 1, "the offload router's request");
     }
 }
 

@@ -392,15 +392,7 @@ impl VethNs {
     /// end gets no address, IPv6 off, no IPv4 forwarding and no ARP answers,
     /// so only the daemon speaks on the link. Needs root (CAP_NET_ADMIN).
     pub fn create(ns: &str, host_if: &str, ns_if: &str, addrs: &VethAddrs) -> Result<VethNs> {
-        // SAFETY: geteuid(2) has no preconditions and cannot fail.
-        #[allow(unsafe_code)]
-        let euid = unsafe { libc::geteuid() };
-        if euid != 0 {
-            bail!("creating network namespaces and veth pairs needs root (CAP_NET_ADMIN); this test runs as uid {euid}");
-        }
-        if !have("ip") {
-            bail!("`ip` (iproute2) is not installed; it is needed to create network namespaces");
-        }
+        check_can_create_namespaces()?;
         let g = VethNs {
             ns: ns.to_owned(),
             host_if: host_if.to_owned(),
@@ -430,6 +422,40 @@ impl VethNs {
             std::fs::write(&p, val).with_context(|| format!("writing {p}"))?;
         }
         sh("ip", &["link", "set", host_if, "up"])?;
+        g.configure_host(addrs)?;
+        Ok(g)
+    }
+
+    /// Namespace `ns` as a host on tap interface `tap_if`, which a daemon's
+    /// `net_tap` port created: the interface moves into the namespace and
+    /// gets its own MAC `mac` (the tap PMD gives the kernel side the port's
+    /// MAC), then `addrs` as in [`VethNs::create`]. The tap goes away when
+    /// the daemon closes the port; `Drop` removes the namespace.
+    pub fn adopt_tap(ns: &str, tap_if: &str, mac: &str, addrs: &VethAddrs) -> Result<VethNs> {
+        check_can_create_namespaces()?;
+        let g = VethNs {
+            ns: ns.to_owned(),
+            host_if: tap_if.to_owned(),
+            ns_if: tap_if.to_owned(),
+        };
+        let _ = Command::new("ip")
+            .args(["netns", "del", ns])
+            .stderr(Stdio::null())
+            .status();
+        sh("ip", &["netns", "add", ns]).context(
+            "cannot create a network namespace (needs root with CAP_SYS_ADMIN and CAP_NET_ADMIN)",
+        )?;
+        sh("ip", &["link", "set", tap_if, "netns", ns])
+            .with_context(|| format!("moving the daemon's tap {tap_if} into {ns}"))?;
+        sh("ip", &["-n", ns, "link", "set", tap_if, "address", mac])?;
+        g.configure_host(addrs)?;
+        Ok(g)
+    }
+
+    /// Inside the namespace: loopback and `ns_if` up, duplicate address
+    /// detection off (addresses usable at once), `addrs` and default routes.
+    fn configure_host(&self, addrs: &VethAddrs) -> Result<()> {
+        let (ns, ns_if) = (self.ns.as_str(), self.ns_if.as_str());
         let x = |args: &[&str]| {
             let mut a = vec!["netns", "exec", ns];
             a.extend_from_slice(args);
@@ -456,7 +482,7 @@ impl VethNs {
         n(&[
             "-6", "route", "add", "default", "via", addrs.gw6, "dev", ns_if,
         ])?;
-        Ok(g)
+        Ok(())
     }
 
     /// `prog` run inside the namespace (`ip netns exec <ns> prog`).
@@ -491,6 +517,20 @@ impl VethNs {
                 .status();
         }
     }
+}
+
+/// Root and `ip`, which namespaces and links need.
+fn check_can_create_namespaces() -> Result<()> {
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    #[allow(unsafe_code)]
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        bail!("creating network namespaces and links needs root (CAP_NET_ADMIN); this test runs as uid {euid}");
+    }
+    if !have("ip") {
+        bail!("`ip` (iproute2) is not installed; it is needed to create network namespaces");
+    }
+    Ok(())
 }
 
 impl Drop for VethNs {

@@ -120,6 +120,30 @@ impl Mbuf {
         self.raw_mut().ol_flags = flags;
     }
 
+    /// Asks the port to fill in the IPv4 header checksum on transmit: the
+    /// header is `l3_len` bytes after `l2_len` bytes of Ethernet (and VLAN)
+    /// header. Only for a port with `RTE_ETH_TX_OFFLOAD_IPV4_CKSUM` enabled.
+    #[inline(always)]
+    pub fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
+        let m = self.raw_mut();
+        m.ol_flags |= dpdk_sys::RTE_MBUF_F_TX_IPV4 | dpdk_sys::RTE_MBUF_F_TX_IP_CKSUM;
+        // tx_offload's bit fields (rte_mbuf_core.h): l2_len 7 bits, then
+        // l3_len 9 bits; the rest (L4, TSO, outer lengths) is unused here, so
+        // one store sets them all, including any stale values.
+        m.__bindgen_anon_3.tx_offload = u64::from(l2_len & 0x7f) | u64::from(l3_len) << 7;
+    }
+
+    /// The (l2_len, l3_len) of a checksum request, if one is set.
+    pub fn ipv4_checksum_request(&self) -> Option<(u8, u8)> {
+        let m = self.raw();
+        if m.ol_flags & dpdk_sys::RTE_MBUF_F_TX_IP_CKSUM == 0 {
+            return None;
+        }
+        // SAFETY: reading the u64 arm of a plain-data union.
+        let t = unsafe { m.__bindgen_anon_3.tx_offload };
+        Some(((t & 0x7f) as u8, ((t >> 7) & 0x1ff) as u8))
+    }
+
     /// Bytes free before the data (for prepend).
     #[inline]
     pub fn headroom(&self) -> usize {

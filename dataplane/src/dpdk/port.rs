@@ -32,6 +32,8 @@ pub struct PortConfig {
     pub mtu: Option<u16>,
     pub promiscuous: bool,
     pub mac: Option<[u8; 6]>,
+    /// Enable the device's IPv4 header checksum offload when it has one.
+    pub ipv4_checksum_offload: bool,
 }
 
 /// What the device says it can do.
@@ -159,8 +161,12 @@ impl Port {
             conf.rxmode.mtu = mtu as u32;
         }
         // Every mbuf comes from one pool with refcount 1: fast free is safe.
-        let tx_offloads =
-            (TX_OFFLOAD_MBUF_FAST_FREE | TX_OFFLOAD_IPV4_CKSUM) & info.tx_offload_capa;
+        let wanted = if cfg.ipv4_checksum_offload {
+            TX_OFFLOAD_MBUF_FAST_FREE | TX_OFFLOAD_IPV4_CKSUM
+        } else {
+            TX_OFFLOAD_MBUF_FAST_FREE
+        };
+        let tx_offloads = wanted & info.tx_offload_capa;
         conf.txmode.offloads = tx_offloads;
         // SAFETY: id is valid, conf fully initialised.
         check("rte_eth_dev_configure", unsafe {
@@ -250,6 +256,29 @@ impl Port {
     /// TX offloads enabled on this port (subset of TX_OFFLOAD_*).
     pub fn tx_offloads(&self) -> u64 {
         self.tx_offloads
+    }
+
+    /// Whether the port fills in IPv4 header checksums on transmit.
+    pub fn ipv4_checksum_offload(&self) -> bool {
+        self.tx_offloads & TX_OFFLOAD_IPV4_CKSUM != 0
+    }
+
+    /// The enabled TX offloads by DPDK's names (`IPV4_CKSUM`, ...).
+    pub fn tx_offload_names(&self) -> Vec<String> {
+        (0..64)
+            .map(|b| 1u64 << b)
+            .filter(|bit| self.tx_offloads & bit != 0)
+            .map(|bit| {
+                // SAFETY: returns a static string (or "UNKNOWN") for any bit.
+                let p = unsafe { dpdk_sys::rte_eth_dev_tx_offload_name(bit) };
+                if p.is_null() {
+                    format!("{bit:#x}")
+                } else {
+                    // SAFETY: a NUL-terminated static string in librte_ethdev.
+                    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+                }
+            })
+            .collect()
     }
 
     pub fn start(&mut self) -> Result<(), DpdkError> {

@@ -67,6 +67,31 @@ fn mbuf_length_changes() {
 }
 
 #[test]
+fn ipv4_checksum_request_sets_what_the_pmd_reads() {
+    let _l = test_lock();
+    let p = pool(15);
+    let mut m = p.alloc_from(&[0; 64]).unwrap();
+    assert_eq!(m.ipv4_checksum_request(), None, "a fresh mbuf asks nothing");
+    m.request_ipv4_checksum(18, 24);
+    assert_eq!(m.ipv4_checksum_request(), Some((18, 24)));
+    let want = dpdk_sys::RTE_MBUF_F_TX_IPV4 | dpdk_sys::RTE_MBUF_F_TX_IP_CKSUM;
+    assert_eq!(m.ol_flags() & want, want);
+    // Read back through bindgen's own bit-field accessors, which follow
+    // the C declaration: l2_len and l3_len where a PMD reads them.
+    let raw = m.into_raw();
+    // SAFETY: raw is the live mbuf just taken from `m`; it is handed back
+    // to an Mbuf (and freed) right after.
+    let (l2, l3) = unsafe {
+        let f = &raw.as_ref().__bindgen_anon_3.__bindgen_anon_1;
+        (f.l2_len(), f.l3_len())
+    };
+    assert_eq!((l2, l3), (18, 24));
+    // SAFETY: raw came from into_raw above and is owned by nobody else.
+    drop(unsafe { super::Mbuf::from_raw(raw) });
+    assert_eq!(p.in_use_count(), 0);
+}
+
+#[test]
 fn free_bulk_empties_the_burst_and_skips_holes() {
     let _l = test_lock();
     let p = pool(63);

@@ -10,6 +10,10 @@ pub trait PacketBuf {
     /// Grows or shrinks the packet to `len` bytes (for building replies in
     /// place); false when the buffer cannot hold it.
     fn resize(&mut self, len: usize) -> bool;
+    /// Leaves the IPv4 header checksum to the output port's TX offload: the
+    /// header is `l3_len` bytes at offset `l2_len`. Only called for ports
+    /// that have the offload enabled (`NextHop::ipv4_checksum_offload`).
+    fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8);
     /// Hint that the packet will be read soon.
     #[inline(always)]
     fn prefetch(&self) {}
@@ -29,6 +33,10 @@ impl PacketBuf for Mbuf {
         Mbuf::resize(self, len)
     }
     #[inline(always)]
+    fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
+        Mbuf::request_ipv4_checksum(self, l2_len, l3_len)
+    }
+    #[inline(always)]
     fn prefetch(&self) {
         self.prefetch_data()
     }
@@ -38,6 +46,9 @@ impl PacketBuf for Mbuf {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VecPacket {
     pub bytes: Vec<u8>,
+    /// The `(l2_len, l3_len)` of a TX checksum request, as an mbuf keeps it
+    /// for the port; [`VecPacket::transmitted`] plays the device's part.
+    pub ipv4_checksum_request: Option<(u8, u8)>,
 }
 
 /// Largest packet a `VecPacket` may grow to (an mbuf's default data room).
@@ -47,7 +58,25 @@ impl VecPacket {
     pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
         VecPacket {
             bytes: bytes.into(),
+            ipv4_checksum_request: None,
         }
+    }
+
+    /// The bytes a device with IPv4 checksum offload puts on the wire: the
+    /// requested header's checksum computed in full (as DPDK's
+    /// `rte_ipv4_cksum`, which the tap PMD uses); the bytes as they are
+    /// without a request.
+    pub fn transmitted(&self) -> Vec<u8> {
+        let mut b = self.bytes.clone();
+        if let Some((l2, l3)) = self.ipv4_checksum_request {
+            let (l2, l3) = (usize::from(l2), usize::from(l3));
+            if let Some(h) = b.get_mut(l2..l2 + l3) {
+                h[10..12].fill(0);
+                let c = crate::wire::checksum::internet_checksum(h);
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+            }
+        }
+        b
     }
 }
 
@@ -57,6 +86,9 @@ impl PacketBuf for VecPacket {
     }
     fn data_mut(&mut self) -> &mut [u8] {
         &mut self.bytes
+    }
+    fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
+        self.ipv4_checksum_request = Some((l2_len, l3_len));
     }
     fn resize(&mut self, len: usize) -> bool {
         if len > VEC_PACKET_MAX {

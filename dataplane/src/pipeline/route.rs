@@ -25,7 +25,7 @@ use super::parse::{FastV4, Parse};
 use super::{DropReason, FlowKeyV4, Meta, MetaBurst, Output, PacketBuf, StageCtx, Verdict, L3};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
-use crate::tables::routing::{NextHop, NhKind, Routing, GROUP_FLAG};
+use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
 use crate::tables::{raw_value, RouteTable, MISS};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
@@ -582,20 +582,43 @@ fn forward_plain_v4<P: PacketBuf>(nexthops: &[NextHop], pkt: &mut P, raw: u64) -
         return None; // a group or a miss
     }
     let nh = nexthops.get(raw as usize)?;
-    if !matches!(nh.kind, NhKind::Gateway(_)) {
-        return None;
+    // One compare for the common case; a port with checksum offload takes
+    // its own (out-of-line) copy of the rewrite.
+    match nh.fast_path {
+        FastPath::SoftwareChecksum => {}
+        FastPath::OffloadedChecksum => return forward_plain_v4_offloaded(nh, pkt),
+        FastPath::No => return None,
     }
     let (l2_head, l2_tail) = nh.l2_words()?;
-    let data = pkt.data_mut();
-    let frame: &mut [u8; 34] = data.get_mut(..34)?.try_into().ok()?;
-    let ip = &mut frame[14..34];
-    if ip[8] <= 1 || u16::from_be_bytes([ip[2], ip[3]]) > nh.mtu {
-        return None;
-    }
-    decrement_ttl_v4(ip);
+    let frame = plain_v4_frame(pkt.data_mut(), nh.mtu)?;
+    decrement_ttl_v4(&mut frame[14..34]);
     frame[..8].copy_from_slice(&l2_head.to_le_bytes());
     frame[8..12].copy_from_slice(&l2_tail.to_le_bytes());
     Some(nh.port)
+}
+
+/// [`forward_plain_v4`] to a gateway on a port with IPv4 checksum offload.
+#[inline(never)]
+fn forward_plain_v4_offloaded<P: PacketBuf>(nh: &NextHop, pkt: &mut P) -> Option<u16> {
+    let (l2_head, l2_tail) = nh.l2_words()?;
+    let frame = plain_v4_frame(pkt.data_mut(), nh.mtu)?;
+    decrement_ttl_v4_offloaded(&mut frame[14..34]);
+    frame[..8].copy_from_slice(&l2_head.to_le_bytes());
+    frame[8..12].copy_from_slice(&l2_tail.to_le_bytes());
+    pkt.request_ipv4_checksum(14, 20);
+    Some(nh.port)
+}
+
+/// A plain IPv4 frame's first 34 bytes when its TTL and length let it be
+/// forwarded on a link with `mtu`.
+#[inline(always)]
+fn plain_v4_frame(data: &mut [u8], mtu: u16) -> Option<&mut [u8; 34]> {
+    let frame: &mut [u8; 34] = data.get_mut(..34)?.try_into().ok()?;
+    let ip = &frame[14..34];
+    if ip[8] <= 1 || u16::from_be_bytes([ip[2], ip[3]]) > mtu {
+        return None;
+    }
+    Some(frame)
 }
 
 /// Decides one looked-up packet.
@@ -655,12 +678,21 @@ fn forward<P: PacketBuf>(
         if u16::from_be_bytes([ip[2], ip[3]]) > nh.mtu {
             return Verdict::Drop(DropReason::TooBig);
         }
-        decrement_ttl_v4(ip);
+        if nh.ipv4_checksum_offload {
+            decrement_ttl_v4_offloaded(ip);
+        } else {
+            decrement_ttl_v4(ip);
+        }
     }
     let mut l2 = [0u8; 12];
     l2[..6].copy_from_slice(&dst_mac);
     l2[6..].copy_from_slice(&nh.port_mac);
     data[..12].copy_from_slice(&l2);
+    if !v6 && nh.ipv4_checksum_offload {
+        // The parse checked IHL against the frame: 20..=60 bytes.
+        let ihl = (data[l3] & 0x0f) * 4;
+        pkt.request_ipv4_checksum(m.l3_off as u8, ihl);
+    }
     Verdict::Tx(nh.port)
 }
 
@@ -679,6 +711,14 @@ pub fn decrement_ttl_v4(ip: &mut [u8]) {
     let c = ((c & 0xffff) + (c >> 16)) as u16;
     let c = if c == 0xffff { 0 } else { c };
     ip[10..12].copy_from_slice(&c.to_le_bytes());
+}
+
+/// Takes one off an IPv4 header's TTL for a port that computes the header
+/// checksum itself (TX offload): the field is zeroed, as devices expect.
+#[inline(always)]
+pub fn decrement_ttl_v4_offloaded(ip: &mut [u8]) {
+    ip[8] -= 1;
+    ip[10..12].fill(0);
 }
 
 #[inline(always)]

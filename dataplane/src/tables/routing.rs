@@ -37,6 +37,9 @@ pub struct PortAddrs {
     pub v6: Vec<(Ipv6Addr, u8)>,
     /// Largest IP packet (L3 bytes) the port sends.
     pub mtu: u16,
+    /// The port fills in IPv4 header checksums on transmit (its
+    /// `RTE_ETH_TX_OFFLOAD_IPV4_CKSUM` is enabled).
+    pub ipv4_checksum_offload: bool,
 }
 
 impl PortAddrs {
@@ -90,6 +93,18 @@ pub enum NhKind {
     Local,
 }
 
+/// Whether the fused route pass's fast path may forward through a next hop,
+/// and how the IPv4 header checksum is kept right there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FastPath {
+    /// Not a gateway: the general path (neighbour lookup, local delivery).
+    No,
+    /// A gateway on a port without checksum offload: incremental update.
+    SoftwareChecksum,
+    /// A gateway on a port that fills in the checksum itself.
+    OffloadedChecksum,
+}
+
 /// One next hop. `mac` caches a gateway's resolved MAC (bit 63 = valid).
 #[derive(Debug)]
 pub struct NextHop {
@@ -99,6 +114,12 @@ pub struct NextHop {
     /// record per packet.
     pub port_mac: [u8; 6],
     pub mtu: u16,
+    /// The output port computes IPv4 header checksums: forwarding leaves the
+    /// field to it (`PacketBuf::request_ipv4_checksum`).
+    pub ipv4_checksum_offload: bool,
+    /// `kind` and `ipv4_checksum_offload` as the fused fast path reads
+    /// them: one byte compare per packet instead of two tests.
+    pub fast_path: FastPath,
     /// The gateway's MAC, bytes in wire order from the low byte up, and
     /// `MAC_VALID` once resolved.
     mac: AtomicU64,
@@ -174,8 +195,8 @@ pub enum RoutingError {
 /// Builds next hops and groups, deduplicated.
 #[derive(Default)]
 struct Builder {
-    /// (MAC, MTU) per port.
-    port_info: Vec<([u8; 6], u16)>,
+    /// Per port: MAC, MTU, IPv4 checksum offload.
+    port_info: Vec<([u8; 6], u16, bool)>,
     nexthops: Vec<NextHop>,
     nh_index: HashMap<(u16, Option<IpAddr>, u8), u32>,
     groups: Vec<Box<[u32]>>,
@@ -199,16 +220,22 @@ impl Builder {
                 "more than {MAX_NEXTHOPS} next hops"
             )));
         }
-        let (port_mac, mtu) = self
+        let (port_mac, mtu, ipv4_checksum_offload) = self
             .port_info
             .get(port as usize)
             .copied()
-            .unwrap_or(([0; 6], 1500));
+            .unwrap_or(([0; 6], 1500, false));
         self.nexthops.push(NextHop {
             port,
             kind,
             port_mac,
             mtu,
+            ipv4_checksum_offload,
+            fast_path: match kind {
+                NhKind::Gateway(_) if ipv4_checksum_offload => FastPath::OffloadedChecksum,
+                NhKind::Gateway(_) => FastPath::SoftwareChecksum,
+                _ => FastPath::No,
+            },
             mac: AtomicU64::new(0),
             src_head: u64::from(u16::from_le_bytes([port_mac[0], port_mac[1]])) << 48,
             src_tail: u32::from_le_bytes([port_mac[2], port_mac[3], port_mac[4], port_mac[5]]),
@@ -269,7 +296,10 @@ impl Routing {
         neighbor_capacity: u32,
     ) -> Result<Routing, RoutingError> {
         let mut b = Builder {
-            port_info: ports.iter().map(|p| (p.mac, p.mtu)).collect(),
+            port_info: ports
+                .iter()
+                .map(|p| (p.mac, p.mtu, p.ipv4_checksum_offload))
+                .collect(),
             ..Builder::default()
         };
         let mut v4 = Route4::new(cfg4)?;
@@ -403,12 +433,14 @@ mod tests {
                 v4: vec![("10.0.1.1".parse().unwrap(), 24)],
                 v6: vec![("2001:db8:1::1".parse().unwrap(), 64)],
                 mtu: 1500,
+                ipv4_checksum_offload: false,
             },
             PortAddrs {
                 mac: [2, 0, 0, 0, 0, 2],
                 v4: vec![("10.0.2.1".parse().unwrap(), 24)],
                 v6: vec![],
                 mtu: 1500,
+                ipv4_checksum_offload: true,
             },
         ]
     }
@@ -486,6 +518,12 @@ mod tests {
             .find(|n| n.kind == NhKind::Gateway(gw2))
             .unwrap();
         assert_eq!(g2.mac(), Some([2, 0, 0, 0, 9, 9]));
+        // The fast path takes gateways only, each with its port's checksum
+        // handling (port 1 has the offload).
+        assert_eq!(local.fast_path, FastPath::No);
+        assert_eq!(conn.fast_path, FastPath::No);
+        assert_eq!(gw.fast_path, FastPath::SoftwareChecksum);
+        assert_eq!(g2.fast_path, FastPath::OffloadedChecksum);
         let v6 =
             r.v6.lookup("2001:db8:1::1".parse::<Ipv6Addr>().unwrap().octets())
                 .unwrap();

@@ -105,6 +105,13 @@ mac = "02:00:00:00:00:bb"
         .find(|l| l.contains("route tables ready"))
         .map(str::to_owned);
     eprintln!("{}", load.unwrap_or_default());
+    // The fused pass reads rte_fib's table in place (`Fib4Reader`) only when
+    // the table layout checked out; the cases below then go through it.
+    assert!(
+        !r.stderr().contains("layout is not DPDK 22.11's"),
+        "rte_fib's table layout was not recognised:\n{}",
+        r.stderr()
+    );
     let t = &r.report["tables"];
     // 1,000,003 from the file plus the two connected subnets and two own addresses.
     assert_eq!(t["routes_v4"], 1_000_007);

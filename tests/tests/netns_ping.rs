@@ -22,6 +22,30 @@ struct Running {
     file_prefix: String,
 }
 
+impl Running {
+    /// Starts the daemon on `cfg` (written with `file_prefix`) and waits for
+    /// its workers.
+    fn start(dir: &std::path::Path, cfg: &std::path::Path, file_prefix: String) -> Running {
+        let mut running = Running {
+            daemon: Some(Daemon::start(dir, cfg, &[]).unwrap()),
+            file_prefix,
+        };
+        running.daemon.as_mut().unwrap().wait_running().unwrap();
+        running
+    }
+
+    /// Stops the daemon with SIGTERM; it must exit 0. Its final report.
+    fn stop(mut self) -> serde_json::Value {
+        let d = self.daemon.take().unwrap();
+        let log = d.log();
+        let (out, r, _) = d.stop(libc::SIGTERM, Duration::from_secs(15)).unwrap();
+        drop(self);
+        assert!(out.status.success(), "exit {:?}\n{log}", out.status);
+        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+        r
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         if let Some(d) = self.daemon.take() {
@@ -152,11 +176,7 @@ fn netns_hosts_ping_through_and_to_the_router() {
     let prefix = file_prefix("netns");
     let cfg = dir.path().join("router.toml");
     std::fs::write(&cfg, config(&prefix, &a, &b)).unwrap();
-    let mut running = Running {
-        daemon: Some(Daemon::start(dir.path(), &cfg, &[]).unwrap()),
-        file_prefix: prefix,
-    };
-    running.daemon.as_mut().unwrap().wait_running().unwrap();
+    let running = Running::start(dir.path(), &cfg, prefix);
 
     // The router's own addresses: the kernel resolves its gateway first
     // (ARP / NS answered by the daemon), so nothing is lost.
@@ -173,12 +193,7 @@ fn netns_hosts_ping_through_and_to_the_router() {
     ping_ttl1(&a, "10.10.2.2", false, "10.10.1.1", "Time to live exceeded");
     ping_ttl1(&a, "fd00:10:2::2", true, "fd00:10:1::1", "Hop limit");
 
-    let d = running.daemon.take().unwrap();
-    let log = d.log();
-    let (out, r, _) = d.stop(libc::SIGTERM, Duration::from_secs(15)).unwrap();
-    drop(running);
-    assert!(out.status.success(), "exit {:?}\n{log}", out.status);
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    let r = running.stop();
 
     assert!(r["rx"].as_u64().unwrap() > 0, "{r:#}");
     assert!(r["tx"].as_u64().unwrap() > 0, "{r:#}");
@@ -283,11 +298,7 @@ fn tap_hosts_ping_through(offload: bool) {
         extra,
     ) + routes;
     std::fs::write(&cfg, toml).unwrap();
-    let mut running = Running {
-        daemon: Some(Daemon::start(dir.path(), &cfg, &[]).unwrap()),
-        file_prefix: prefix,
-    };
-    running.daemon.as_mut().unwrap().wait_running().unwrap();
+    let running = Running::start(dir.path(), &cfg, prefix);
     let (addrs_a, addrs_b) = host_addrs();
     let a = VethNs::adopt_tap(&ns_a, &if_a, "02:00:00:00:01:02", &addrs_a)
         .expect("moving tap A into its namespace (this test needs root)");
@@ -313,11 +324,7 @@ fn tap_hosts_ping_through(offload: bool) {
         assert_eq!(ipv4_header_errors(ns), 0, "bad IPv4 headers in {}", ns.ns);
     }
 
-    let d = running.daemon.take().unwrap();
-    let log = d.log();
-    let (out, r, _) = d.stop(libc::SIGTERM, Duration::from_secs(15)).unwrap();
-    drop(running);
-    assert!(out.status.success(), "exit {:?}\n{log}", out.status);
+    let r = running.stop();
     for p in r["ports"].as_array().unwrap() {
         assert_eq!(p["driver"], "net_tap", "{p:#}");
         let offloads: Vec<&str> = p["tx_offloads"]

@@ -320,10 +320,10 @@ const DIR24_8_TBL8_GROUP: usize = 256;
 /// Reads a [`Fib4`]'s table directly, one address at a time, exactly as
 /// rte_fib's own lookup does (`LOOKUP_FUNC` in `dir24_8.h`): the tbl24
 /// entry, and the tbl8 entry when it is extended. Why by hand: rte_fib's
-/// lookup is a call through a function pointer into a separate pass over
-/// the burst that writes 8-byte results for a second pass to read; inlined
-/// into the forwarding loop the loads overlap with the packet rewrite and
-/// the results never touch memory. The table is still rte_fib's, built and
+/// lookup is a call through a function pointer that prefetches only a few
+/// entries ahead inside the call; with a million routes its loads missed
+/// there. Inlined, the pass reads lines the parse sweep already prefetched
+/// ([`Fib4Reader::prefetch`]). The table is still rte_fib's, built and
 /// changed only by rte_fib; the reader borrows the `Fib4`, so no route can
 /// change while it lives.
 #[derive(Clone, Copy)]

@@ -224,20 +224,10 @@ impl RouteStage {
         // everything else is one out-of-line call: as a callback, the whole
         // of `forward` was inlined into it and the callback itself was not
         // inlined, a call with six register saves per packet.
-        // rte_fib's table read in the loops below where possible (see
-        // `Fib4Reader`), else one bulk call up front.
         let mut res = [0u64; BURST_SIZE];
         if look.n4 != 0 {
-            match r.v4.reader() {
-                Some(t) => {
-                    for (o, &a) in res.iter_mut().zip(&look.a4[..look.n4]) {
-                        *o = t.lookup(a);
-                    }
-                }
-                None => r.v4.lookup_bulk_raw(&look.a4[..look.n4], &mut res),
-            }
+            r.v4.lookup_bulk_raw(&look.a4[..look.n4], &mut res);
         }
-        let raw_at = |k: usize| res[k % BURST_SIZE];
         let mut general = |p: &mut P, m: &mut Meta, raw: u64, plain: bool| {
             if plain {
                 m.verdict = Verdict::Continue;
@@ -251,9 +241,8 @@ impl RouteStage {
         if look.n4 == n && fast == mask_below(n) {
             // Every packet plain (the common burst): the k-th lookup is
             // slot k's, so no slot indices and no mask to read.
-            for (k, slot) in slots[..n].iter_mut().enumerate() {
+            for (k, (slot, &raw)) in slots[..n].iter_mut().zip(&res[..n]).enumerate() {
                 let Some(p) = slot.as_mut() else { continue };
-                let raw = raw_at(k);
                 let m = &mut meta[k];
                 if let Some(port) = forward_plain_v4(nexthops, p, raw) {
                     fast_tx.forwarded(slot, m, port, raw as u32);
@@ -262,9 +251,8 @@ impl RouteStage {
                 m.verdict = general(p, m, raw, true);
             }
         } else {
-            for (k, &i) in look.i4[..look.n4].iter().enumerate() {
+            for (&i, &raw) in look.i4[..look.n4].iter().zip(&res[..look.n4]) {
                 let i = usize::from(i) % BURST_SIZE;
-                let raw = raw_at(k);
                 let m = &mut meta[i];
                 let Some(p) = slots[i].as_mut() else { continue };
                 let plain = fast & (1 << i) != 0;
@@ -311,6 +299,7 @@ fn parse_sweep<P: PacketBuf, const VERIFY: bool, const L4: bool>(
             .get(i)
             .and_then(|p| Parse::fast_v4_as(p.data(), VERIFY, L4))
         {
+            // The lookup after the sweep reads this line (`Fib4Reader`).
             if let Some(t) = reader {
                 t.prefetch(h.dst);
             }

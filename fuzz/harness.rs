@@ -477,7 +477,9 @@ fn is_forwarded(input: &[u8], m: &Meta, om: &Meta, out: &[u8]) -> bool {
 /// the default) denies it.
 fn check_acl(i: usize, input: &[u8], verdict: Verdict) {
     let r = router();
-    let Some(acl) = &r.tables.acl else { return };
+    let Some(acl) = r.tables.acl.as_ref().map(|a| &a.table) else {
+        return;
+    };
     let mut km = new_meta_burst()[0];
     let parse = Parse {
         l4: true,

@@ -3,6 +3,8 @@
 //! report. Shutdown order matters: workers stop and flush, ports stop and
 //! close (returning RX-ring mbufs), then the mempool is checked for leaks.
 use crate::config::{self, Config, Hugepages, Resolved, StageKind};
+use crate::control::reload::Reloader;
+use crate::control::socket::{Answer, ControlSocket};
 use crate::dpdk::port::PortConfig;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
 use crate::pipeline::acl::{AclCounters, AclStage};
@@ -11,12 +13,16 @@ use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
 use crate::pipeline::{Pipeline, Stage};
 use crate::stats::{
-    self, AclCacheReport, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats,
+    self, AclCacheReport, FinalReport, MempoolReport, PortReport, ReloadReport, WorkerReport,
+    WorkerStats,
 };
+use crate::tables::neighbor::NeighborTable;
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
+use crate::tables::set::{AclSnapshot, ParseNeeds, Published, TableSet};
 use crate::tables::{AclTable, RouteBackend, RouteConfig};
 use crate::worker::Worker;
 use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +36,10 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     /// Stop once no packet arrived for this long (finite pcap input).
     pub stop_when_idle: Option<Duration>,
+    /// The config file, re-read by a reload.
+    pub config_path: Option<PathBuf>,
+    /// Raised by SIGHUP: reload the config file.
+    pub reload: Arc<AtomicBool>,
 }
 
 /// Whether free 2 MiB hugepages and a hugetlbfs mount exist.
@@ -106,10 +116,24 @@ pub fn default_peer_mac(i: usize) -> [u8; 6] {
     [0x02, 0, 0, 0, 0, i as u8]
 }
 
-/// Tables shared by every worker's pipeline, built once before they start.
-pub struct SharedTables {
+/// The tables every worker's pipeline reads (see [`crate::tables::set`]).
+pub type SharedTables = TableSet;
+
+/// What table builds need from the running ports rather than the config.
+#[derive(Debug, Clone)]
+pub struct PortFacts {
+    pub macs: Vec<[u8; 6]>,
+    /// Port `i` fills in IPv4 header checksums on transmit (missing = no).
+    pub checksum_offload: Vec<bool>,
+}
+
+/// Parts of the previous set a rebuild may keep as they are (their inputs
+/// did not change): the same `Arc`, so workers keep their flow caches and
+/// counters, and nothing is built twice.
+#[derive(Default, Clone)]
+pub struct Reuse {
     pub routing: Option<Arc<Routing>>,
-    pub acl: Option<Arc<AclTable>>,
+    pub acl: Option<AclSnapshot>,
 }
 
 /// Capacity settings for the route tables, raised to fit what the config holds.
@@ -151,7 +175,8 @@ fn route_configs(
     (cfg4, cfg6)
 }
 
-/// Builds the route and ACL tables the pipeline needs (EAL must be up).
+/// Builds the route and ACL tables the pipeline needs (EAL must be up),
+/// over a fresh neighbour table, for one worker: tests, benches, the fuzzer.
 /// `checksum_offload[i]`: port `i` fills in IPv4 header checksums on
 /// transmit (missing = no).
 pub fn build_tables(
@@ -160,70 +185,166 @@ pub fn build_tables(
     port_macs: &[[u8; 6]],
     checksum_offload: &[bool],
 ) -> Result<SharedTables> {
-    let mut t = SharedTables {
-        routing: None,
-        acl: None,
+    let facts = PortFacts {
+        macs: port_macs.to_vec(),
+        checksum_offload: checksum_offload.to_vec(),
+    };
+    let neighbors = new_neighbor_table(cfg)?;
+    build_table_set(cfg, res, &facts, &neighbors, 0, 1, Reuse::default())
+}
+
+/// The long-lived neighbour table of a config's route section (a small one
+/// when there is none: nothing learns then).
+pub fn new_neighbor_table(cfg: &Config) -> Result<Arc<NeighborTable>> {
+    let cap = cfg
+        .route
+        .as_ref()
+        .map_or(64, |r| r.get_ref().neighbor_capacity);
+    Ok(Arc::new(
+        NeighborTable::new(cap).context("creating the neighbour table")?,
+    ))
+}
+
+/// What the route stage's tables are built from (equal inputs give equal
+/// tables: a reload keeps the old ones).
+pub fn route_inputs_equal(a: (&Config, &Resolved), b: (&Config, &Resolved)) -> bool {
+    // Port addresses and MTUs feed the tables too, but a port change needs a
+    // restart (a reload refuses it), so only the route section can differ.
+    let sec = |c: &Config| {
+        c.route.as_ref().map(|r| {
+            let r = r.get_ref();
+            (r.backend, r.max_routes, r.max_routes6, r.tbl8_groups)
+        })
+    };
+    sec(a.0) == sec(b.0) && a.1.routes == b.1.routes && a.1.neighbors == b.1.neighbors
+}
+
+/// What the ACL stage's table is built from.
+pub fn acl_inputs_equal(a: &Resolved, b: &Resolved) -> bool {
+    a.acl_rules == b.acl_rules
+        && a.acl_default == b.acl_default
+        && a.acl_flow_cache == b.acl_flow_cache
+}
+
+/// Builds table set `generation` for `workers` workers, keeping what
+/// `reuse` holds instead of building it again.
+pub fn build_table_set(
+    cfg: &Config,
+    res: &Resolved,
+    facts: &PortFacts,
+    neighbors: &Arc<NeighborTable>,
+    generation: u64,
+    workers: usize,
+    reuse: Reuse,
+) -> Result<TableSet> {
+    let mut t = TableSet {
+        generation,
+        parse: parse_needs(res),
+        icmp_rate: cfg.route.as_ref().map_or(0, |r| r.get_ref().icmp_rate),
+        ..TableSet::empty()
     };
     if let Some(sec) = &cfg.route {
-        let sec = sec.get_ref();
-        let ports = cfg
-            .ports
-            .iter()
-            .zip(port_macs)
-            .enumerate()
-            .map(|(i, (p, mac))| PortAddrs {
-                mac: *mac,
-                v4: p
-                    .ipv4
-                    .iter()
-                    .map(|c| (c.get_ref().addr, c.get_ref().len))
-                    .collect(),
-                v6: p
-                    .ipv6
-                    .iter()
-                    .map(|c| (c.get_ref().addr, c.get_ref().len))
-                    .collect(),
-                mtu: p.mtu.unwrap_or(1500),
-                ipv4_checksum_offload: checksum_offload.get(i).copied().unwrap_or(false),
-            })
-            .collect();
-        let (c4, c6) = route_configs(sec, res, cfg);
-        let t0 = Instant::now();
-        let routing = Routing::build(
-            ports,
-            &res.routes,
-            &res.neighbors,
-            c4,
-            c6,
-            sec.neighbor_capacity,
-        )
-        .context("building the route tables")?;
-        let st = routing.stats();
-        tracing::info!(
-            routes_v4 = st.routes_v4,
-            routes_v6 = st.routes_v6,
-            nexthops = st.nexthops,
-            ecmp_groups = st.groups,
-            memory_mb = st.memory_bytes / (1 << 20),
-            load_ms = t0.elapsed().as_millis() as u64,
-            "route tables ready"
-        );
-        t.routing = Some(Arc::new(routing));
+        if let Some(r) = reuse.routing {
+            t.routing = Some(r);
+        } else {
+            t.routing = Some(Arc::new(build_routing(
+                cfg,
+                res,
+                sec.get_ref(),
+                facts,
+                neighbors,
+            )?));
+        }
     }
     if let Some(default) = res.acl_default {
-        let t0 = Instant::now();
-        let acl = AclTable::build(res.acl_rules.clone(), default).context("building the ACL")?;
-        tracing::info!(
-            rules = res.acl_rules.len(),
-            build_ms = t0.elapsed().as_millis() as u64,
-            "ACL ready"
-        );
-        t.acl = Some(Arc::new(acl));
+        if let Some(a) = reuse.acl {
+            t.acl = Some(a);
+        } else {
+            let t0 = Instant::now();
+            let acl =
+                AclTable::build(res.acl_rules.clone(), default).context("building the ACL")?;
+            tracing::info!(
+                rules = res.acl_rules.len(),
+                build_ms = t0.elapsed().as_millis() as u64,
+                "ACL ready"
+            );
+            t.acl = Some(AclSnapshot::new(Arc::new(acl), res.acl_flow_cache, workers));
+        }
     }
     Ok(t)
 }
 
-/// One worker's pipeline; returns it with the worker's ACL counters.
+/// What parsing must extract for these tables: L4 ports for ECMP hashing
+/// and ACL port rules, the flow hash for ECMP.
+fn parse_needs(res: &Resolved) -> ParseNeeds {
+    let ecmp = res
+        .routes
+        .iter()
+        .any(|r| matches!(&r.target, RouteTarget::Via(v) if v.len() > 1));
+    let acl_ports = res
+        .acl_rules
+        .iter()
+        .any(|r| r.sport != (0, u16::MAX) || r.dport != (0, u16::MAX));
+    ParseNeeds {
+        l4: ecmp || acl_ports,
+        hash: ecmp,
+    }
+}
+
+fn build_routing(
+    cfg: &Config,
+    res: &Resolved,
+    sec: &config::RouteSection,
+    facts: &PortFacts,
+    neighbors: &Arc<NeighborTable>,
+) -> Result<Routing> {
+    let ports = cfg
+        .ports
+        .iter()
+        .zip(&facts.macs)
+        .enumerate()
+        .map(|(i, (p, mac))| PortAddrs {
+            mac: *mac,
+            v4: p
+                .ipv4
+                .iter()
+                .map(|c| (c.get_ref().addr, c.get_ref().len))
+                .collect(),
+            v6: p
+                .ipv6
+                .iter()
+                .map(|c| (c.get_ref().addr, c.get_ref().len))
+                .collect(),
+            mtu: p.mtu.unwrap_or(1500),
+            ipv4_checksum_offload: facts.checksum_offload.get(i).copied().unwrap_or(false),
+        })
+        .collect();
+    let (c4, c6) = route_configs(sec, res, cfg);
+    let t0 = Instant::now();
+    let routing = Routing::build(
+        ports,
+        &res.routes,
+        &res.neighbors,
+        c4,
+        c6,
+        neighbors.clone(),
+    )
+    .context("building the route tables")?;
+    let st = routing.stats();
+    tracing::info!(
+        routes_v4 = st.routes_v4,
+        routes_v6 = st.routes_v6,
+        nexthops = st.nexthops,
+        ecmp_groups = st.groups,
+        memory_mb = st.memory_bytes / (1 << 20),
+        load_ms = t0.elapsed().as_millis() as u64,
+        "route tables ready"
+    );
+    Ok(routing)
+}
+
+/// A pipeline over `tables` with worker 0's counters; returns it with
+/// those ACL counters (tests, benches, the fuzzer).
 pub fn build_pipeline(
     cfg: &Config,
     res: &Resolved,
@@ -231,26 +352,31 @@ pub fn build_pipeline(
     port_macs: &[[u8; 6]],
     peer_macs: &[[u8; 6]],
 ) -> (Pipeline, Option<Arc<AclCounters>>) {
+    let p = build_worker_pipeline(cfg, res, tables, port_macs, peer_macs, 0);
+    (p, tables.acl.as_ref().map(|a| a.counters_for(0)))
+}
+
+/// Worker `worker`'s pipeline over `tables`.
+pub fn build_worker_pipeline(
+    cfg: &Config,
+    res: &Resolved,
+    tables: &TableSet,
+    port_macs: &[[u8; 6]],
+    peer_macs: &[[u8; 6]],
+    worker: usize,
+) -> Pipeline {
     let mut stages = Vec::new();
-    let mut hits = None;
     let kinds = cfg.stages();
     if kinds
         .iter()
         .any(|k| matches!(k, StageKind::Acl | StageKind::Route))
     {
-        let ecmp = res
-            .routes
-            .iter()
-            .any(|r| matches!(&r.target, RouteTarget::Via(v) if v.len() > 1));
-        let acl_ports = res
-            .acl_rules
-            .iter()
-            .any(|r| r.sport != (0, u16::MAX) || r.dport != (0, u16::MAX));
-        stages.push(Stage::Parse(Parse {
-            l4: ecmp || acl_ports,
-            hash: ecmp,
+        let mut parse = Parse {
             verify_checksum: true,
-        }));
+            ..Parse::default()
+        };
+        parse.rebind(tables.parse);
+        stages.push(Stage::Parse(parse));
     }
     for kind in kinds {
         match kind {
@@ -263,22 +389,22 @@ pub fn build_pipeline(
                 stages.push(Stage::Forward(Forward::new(out, port_macs, peer_macs)));
             }
             StageKind::Acl => {
-                let table = tables.acl.clone().expect("ACL built for an acl stage");
-                let s = AclStage::new(table, res.acl_flow_cache);
-                hits = Some(s.counters());
-                stages.push(Stage::Acl(s));
+                let acl = tables.acl.as_ref().expect("ACL built for an acl stage");
+                stages.push(Stage::Acl(AclStage::from_snapshot(acl, worker)));
             }
             StageKind::Route => {
                 let routing = tables
                     .routing
                     .clone()
                     .expect("routes built for a route stage");
-                let rate = cfg.route.as_ref().map_or(0, |r| r.get_ref().icmp_rate);
-                stages.push(Stage::Route(Box::new(RouteStage::new(routing, rate))));
+                stages.push(Stage::Route(Box::new(RouteStage::new(
+                    routing,
+                    tables.icmp_rate,
+                ))));
             }
         }
     }
-    (Pipeline::new(stages), hits)
+    Pipeline::new(stages)
 }
 
 /// Stops the workers when dropped, also when the control thread unwinds from
@@ -364,8 +490,14 @@ pub fn run(
         })
         .collect();
 
-    let checksum_offload: Vec<bool> = ports.iter().map(Port::ipv4_checksum_offload).collect();
-    let tables = build_tables(cfg, res, &port_macs, &checksum_offload)?;
+    let facts = PortFacts {
+        macs: port_macs.clone(),
+        checksum_offload: ports.iter().map(Port::ipv4_checksum_offload).collect(),
+    };
+    let neighbors = new_neighbor_table(cfg)?;
+    let workers = cfg.workers.len();
+    let first = build_table_set(cfg, res, &facts, &neighbors, 0, workers, Reuse::default())?;
+    let tables = Arc::new(Published::new(Arc::new(first)));
 
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
         port.start()
@@ -376,7 +508,6 @@ pub fn run(
     let worker_flag = Arc::new(AtomicBool::new(false));
     let lcores = eal.worker_lcores();
     let mut worker_stats = Vec::new();
-    let mut acl_hits = Vec::new();
     let mut stage_names = Vec::new();
     let mut guard = WorkerGuard {
         eal: &eal,
@@ -402,15 +533,16 @@ pub fn run(
             .collect();
         let st = Arc::new(WorkerStats::default());
         worker_stats.push(st.clone());
-        let (pipeline, hits) = build_pipeline(cfg, res, &tables, &port_macs, &peer_macs);
+        let pipeline = build_worker_pipeline(cfg, res, &tables.load(), &port_macs, &peer_macs, w);
         if w == 0 {
             stage_names = pipeline.stage_names();
         }
-        acl_hits.extend(hits);
         let worker = Worker {
             rx,
             tx,
             pipeline,
+            index: w,
+            tables: tables.clone(),
             stats: st,
             stop: worker_flag.clone(),
             drain_tsc: tsc_hz / 1_000_000 * cfg.daemon.tx_drain_us.max(1),
@@ -433,6 +565,31 @@ pub fn run(
         guard.lcores.push(lcore);
     }
 
+    // The operator's side: SIGHUP and the control socket reload; the
+    // socket also answers `stats`.
+    let mut reloader = Reloader::new(
+        cfg,
+        res,
+        opts.config_path.clone(),
+        Arc::clone(&tables),
+        facts,
+        neighbors,
+        worker_stats.clone(),
+    );
+    let control = match eal.runtime_dir() {
+        Some(dir) => match ControlSocket::bind(Path::new(&dir)) {
+            Ok(s) => {
+                tracing::info!(path = %s.path().display(), "control socket ready");
+                Some(s)
+            }
+            Err(e) => {
+                tracing::warn!("control socket unavailable ({dir}): {e}");
+                None
+            }
+        },
+        None => None,
+    };
+
     // Control loop.
     let started = Instant::now();
     let tick = Duration::from_millis(20);
@@ -446,6 +603,34 @@ pub fn run(
         if stop.load(Ordering::Relaxed) {
             tracing::info!("stop requested");
             break;
+        }
+        if opts.reload.swap(false, Ordering::Relaxed) {
+            tracing::info!("SIGHUP: reloading the config");
+            reloader.reload(None);
+        }
+        while let Some(req) = control.as_ref().and_then(ControlSocket::poll) {
+            let answer = match req.line.split_once(' ').unwrap_or((&req.line, "")) {
+                ("reload", path) => {
+                    let path = (!path.trim().is_empty()).then(|| PathBuf::from(path.trim()));
+                    reloader.reload(path)
+                }
+                ("stats", "") => Answer {
+                    ok: true,
+                    message: "stats".into(),
+                    generation: reloader.generation(),
+                    data: Some(live_stats(cfg, &ports, &worker_stats, &reloader)),
+                },
+                _ => Answer {
+                    ok: false,
+                    message: format!(
+                        "unknown request `{}` (requests: `reload [PATH]`, `stats`)",
+                        req.line
+                    ),
+                    generation: reloader.generation(),
+                    data: None,
+                },
+            };
+            req.answer(&answer);
         }
         let now = Instant::now();
         if let Some(d) = opts.duration {
@@ -483,12 +668,15 @@ pub fn run(
                 })
                 .collect();
             tracing::info!(
-                "stats rx={rx} tx={tx} dropped={dropped} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] drops={:?}",
+                "stats rx={rx} tx={tx} dropped={dropped} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} drops={:?}",
                 busy.join(","),
+                reloader.generation(),
+                reloader.reloads,
                 drops
             );
         }
     }
+    drop(control);
 
     // Shutdown: workers drain and exit, then ports stop and close.
     guard.stop();
@@ -497,25 +685,11 @@ pub fn run(
     let mut port_reports = Vec::new();
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
         // Read counters before stopping: some PMDs (memif) clear them on stop.
-        let s = port.stats();
+        port_reports.push(port_report(p, port));
         let _ = port.stop();
-        port_reports.push(PortReport {
-            name: p.name.get_ref().clone(),
-            device: p.device.get_ref().clone(),
-            driver: port.info().driver.clone(),
-            mac: config::Mac(port.mac()).to_string(),
-            tx_offloads: port.tx_offload_names(),
-            ipackets: s.ipackets,
-            opackets: s.opackets,
-            ibytes: s.ibytes,
-            obytes: s.obytes,
-            imissed: s.imissed,
-            ierrors: s.ierrors,
-            oerrors: s.oerrors,
-            rx_nombuf: s.rx_nombuf,
-        });
     }
     drop(ports); // closes: RX rings and PMD caches give their mbufs back
+    let current = tables.load();
     let snaps: Vec<_> = worker_stats.iter().map(|s| s.snapshot()).collect();
     let (rx, tx, drops) = stats::totals(&snaps);
     let report = FinalReport {
@@ -525,13 +699,14 @@ pub fn run(
         dropped: drops.values().sum(),
         drops,
         events: stats::event_totals(&snaps),
-        acl_hits: sum_hits(&acl_hits),
-        acl_flow_cache: AclCacheReport {
-            entries_per_worker: res.acl_flow_cache,
-            hits: acl_hits.iter().map(|c| c.cache_hits.get()).sum(),
-            misses: acl_hits.iter().map(|c| c.cache_misses.get()).sum(),
+        acl_hits: current.acl.as_ref().map_or(Vec::new(), AclSnapshot::hits),
+        acl_flow_cache: acl_cache_report(&current),
+        tables: table_report(&current),
+        reloads: ReloadReport {
+            generation: current.generation,
+            reloads: reloader.reloads,
+            refusals: reloader.refusals,
         },
-        tables: table_report(&tables),
         cycles_per_packet: if cfg.daemon.profile_stages {
             cycles_per_packet(&stage_names, &snaps, rx)
         } else {
@@ -554,10 +729,70 @@ pub fn run(
         },
         hugepages: huge,
     };
+    // Table memory goes back on this thread, before the pool and EAL.
+    drop(reloader);
+    drop(current);
     drop(tables);
     drop(pool);
     drop(eal);
     Ok(report)
+}
+
+/// A port's counters as the reports give them.
+fn port_report(p: &config::PortSection, port: &Port) -> PortReport {
+    let s = port.stats();
+    PortReport {
+        name: p.name.get_ref().clone(),
+        device: p.device.get_ref().clone(),
+        driver: port.info().driver.clone(),
+        mac: config::Mac(port.mac()).to_string(),
+        tx_offloads: port.tx_offload_names(),
+        ipackets: s.ipackets,
+        opackets: s.opackets,
+        ibytes: s.ibytes,
+        obytes: s.obytes,
+        imissed: s.imissed,
+        ierrors: s.ierrors,
+        oerrors: s.oerrors,
+        rx_nombuf: s.rx_nombuf,
+    }
+}
+
+/// The `stats` request's answer: counters now, per port and worker, and
+/// the table generation each worker runs on.
+fn live_stats(
+    cfg: &Config,
+    ports: &[Port],
+    workers: &[Arc<WorkerStats>],
+    reloader: &Reloader,
+) -> serde_json::Value {
+    let snaps: Vec<_> = workers.iter().map(|s| s.snapshot()).collect();
+    let (rx, tx, drops) = stats::totals(&snaps);
+    serde_json::json!({
+        "rx": rx,
+        "tx": tx,
+        "dropped": drops.values().sum::<u64>(),
+        "drops": drops,
+        "events": stats::event_totals(&snaps),
+        "reloads": ReloadReport {
+            generation: reloader.generation(),
+            reloads: reloader.reloads,
+            refusals: reloader.refusals,
+        },
+        "ports": cfg.ports.iter().zip(ports).map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
+        "workers": snaps,
+    })
+}
+
+fn acl_cache_report(t: &TableSet) -> AclCacheReport {
+    let Some(a) = &t.acl else {
+        return AclCacheReport::default();
+    };
+    AclCacheReport {
+        entries_per_worker: a.flow_cache,
+        hits: a.counters.iter().map(|c| c.cache_hits.get()).sum(),
+        misses: a.counters.iter().map(|c| c.cache_misses.get()).sum(),
+    }
 }
 
 fn cycles_per_packet(
@@ -576,13 +811,6 @@ fn cycles_per_packet(
     m
 }
 
-fn sum_hits(per_worker: &[Arc<AclCounters>]) -> Vec<u64> {
-    let n = per_worker.first().map_or(0, |h| h.rules.len());
-    (0..n)
-        .map(|i| per_worker.iter().map(|h| h.rules[i].get()).sum())
-        .collect()
-}
-
 fn table_report(t: &SharedTables) -> std::collections::BTreeMap<String, u64> {
     let mut m = std::collections::BTreeMap::new();
     if let Some(r) = &t.routing {
@@ -596,7 +824,7 @@ fn table_report(t: &SharedTables) -> std::collections::BTreeMap<String, u64> {
         m.insert("route_memory_bytes".into(), s.memory_bytes as u64);
     }
     if let Some(a) = &t.acl {
-        m.insert("acl_rules".into(), a.rules().len() as u64);
+        m.insert("acl_rules".into(), a.table.rules().len() as u64);
     }
     m
 }

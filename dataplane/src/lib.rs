@@ -8,6 +8,7 @@
 
 pub mod burst;
 pub mod config;
+pub mod control;
 pub mod daemon;
 pub mod dpdk;
 pub mod gen;

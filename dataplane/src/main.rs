@@ -3,6 +3,7 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use dataplane::config::Config;
+use dataplane::control::socket;
 use dataplane::daemon::{self, RunOptions};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -39,6 +40,29 @@ enum Command {
         /// Extra EAL arguments.
         #[arg(last = true)]
         eal: Vec<String>,
+    },
+    /// Ask a running daemon to re-read its config file (or `--config`):
+    /// routes, neighbours and ACL rules are swapped in under traffic;
+    /// anything else that changed is refused, naming the field. Exit 1 when
+    /// refused. SIGHUP to the daemon does the same with its own file.
+    Reload {
+        /// The config to load (default: the one the daemon runs); its
+        /// `eal.file_prefix` also finds the daemon.
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+        /// The daemon's EAL file prefix, when it is not the config's.
+        #[arg(long)]
+        file_prefix: Option<String>,
+    },
+    /// Print a running daemon's counters now (JSON): per port, per worker,
+    /// drops, events, and the table generation.
+    Stats {
+        /// A config whose `eal.file_prefix` finds the daemon.
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+        /// The daemon's EAL file prefix.
+        #[arg(long)]
+        file_prefix: Option<String>,
     },
     /// Validate a configuration without starting DPDK.
     Check {
@@ -90,6 +114,29 @@ fn real_main(cli: Cli) -> Result<i32> {
             );
             Ok(0)
         }
+        Command::Reload {
+            config,
+            file_prefix,
+        } => {
+            let prefix = daemon_prefix(config.as_deref(), file_prefix)?;
+            let line = match &config {
+                Some(c) => format!("reload {}", std::path::absolute(c)?.display()),
+                None => "reload".into(),
+            };
+            let a = socket::request(&prefix, &line)?;
+            println!("{}", a.message);
+            Ok(if a.ok { 0 } else { 1 })
+        }
+        Command::Stats {
+            config,
+            file_prefix,
+        } => {
+            let prefix = daemon_prefix(config.as_deref(), file_prefix)?;
+            let a = socket::request(&prefix, "stats")?;
+            let data = a.data.unwrap_or(serde_json::Value::Null);
+            println!("{}", serde_json::to_string_pretty(&data)?);
+            Ok(if a.ok { 0 } else { 1 })
+        }
         Command::Gen(args) => {
             dataplane::gen::run(&args)?;
             Ok(0)
@@ -107,10 +154,17 @@ fn real_main(cli: Cli) -> Result<i32> {
                 signal_hook::flag::register(sig, stop.clone())
                     .context("installing signal handler")?;
             }
+            // SIGHUP reloads (its default action would end the daemon with
+            // no report and hugepages left behind).
+            let reload = Arc::new(AtomicBool::new(false));
+            signal_hook::flag::register(signal_hook::consts::SIGHUP, reload.clone())
+                .context("installing the SIGHUP handler")?;
             let opts = RunOptions {
                 eal_overrides: eal,
                 duration: duration.map(Duration::from_secs_f64),
                 stop_when_idle: stop_when_idle.map(Duration::from_millis),
+                config_path: Some(std::path::absolute(&config).unwrap_or(config.clone())),
+                reload,
             };
             let report = daemon::run(&cfg, &resolved, &opts, stop)?;
             print_report(&report);
@@ -121,6 +175,31 @@ fn real_main(cli: Cli) -> Result<i32> {
             Ok(if report.mempool.in_use == 0 { 0 } else { 3 })
         }
     }
+}
+
+/// The file prefix of the daemon a client command talks to: `--file-prefix`,
+/// else the config's `eal.file_prefix` (read even from a config that would
+/// not validate: the daemon says what is wrong with it), else the default.
+fn daemon_prefix(config: Option<&std::path::Path>, prefix: Option<String>) -> Result<String> {
+    if let Some(p) = prefix {
+        return Ok(p);
+    }
+    let Some(path) = config else {
+        return Ok(dataplane::config::EalConfig::default().file_prefix);
+    };
+    let src =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let table: toml::Table = src
+        .parse()
+        .with_context(|| format!("{}: not TOML", path.display()))?;
+    Ok(table
+        .get("eal")
+        .and_then(|e| e.get("file_prefix"))
+        .and_then(|p| p.as_str())
+        .map_or_else(
+            || dataplane::config::EalConfig::default().file_prefix,
+            str::to_owned,
+        ))
 }
 
 fn print_report(r: &dataplane::stats::FinalReport) {

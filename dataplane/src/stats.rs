@@ -26,6 +26,15 @@ impl Counter {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+    /// A store that publishes the writer's earlier writes to a reader that
+    /// sees it through [`Counter::get_acquire`] (a worker's acknowledgement:
+    /// its references to the retired tables are gone before it).
+    pub fn set_release(&self, v: u64) {
+        self.0.store(v, Ordering::Release);
+    }
+    pub fn get_acquire(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
 }
 
 /// One worker's counters.
@@ -45,6 +54,9 @@ pub struct WorkerCounters {
     /// TSC cycles since the worker started.
     pub total_cycles: Counter,
     pub bursts: Counter,
+    /// The table generation this worker runs on (its acknowledgement of a
+    /// reload).
+    pub generation: Counter,
 }
 
 /// Cache-line padded so workers never share a line.
@@ -80,6 +92,7 @@ impl WorkerCounters {
             busy_cycles: self.busy_cycles.get(),
             total_cycles: self.total_cycles.get(),
             bursts: self.bursts.get(),
+            generation: self.generation.get(),
         }
     }
 }
@@ -98,6 +111,7 @@ pub struct WorkerSnapshot {
     pub busy_cycles: u64,
     pub total_cycles: u64,
     pub bursts: u64,
+    pub generation: u64,
 }
 
 impl WorkerSnapshot {
@@ -146,6 +160,18 @@ pub struct AclCacheReport {
     pub misses: u64,
 }
 
+/// Table reloads (SIGHUP, `dataplane reload`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReloadReport {
+    /// The table generation in force (0: the set built at start).
+    pub generation: u64,
+    /// Reloads accepted (a reload that changed nothing included).
+    pub reloads: u64,
+    /// Reloads refused (invalid config, a field only a restart applies, a
+    /// table that could not be built); the running tables stayed.
+    pub refusals: u64,
+}
+
 /// What the daemon prints (and writes as JSON) when it stops.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FinalReport {
@@ -162,6 +188,7 @@ pub struct FinalReport {
     pub acl_flow_cache: AclCacheReport,
     /// Table sizes and memory.
     pub tables: BTreeMap<String, u64>,
+    pub reloads: ReloadReport,
     /// With `daemon.profile_stages`: TSC cycles per received packet spent in
     /// each stage (and in `dispatch`, TX included), summed over workers.
     pub cycles_per_packet: BTreeMap<String, f64>,

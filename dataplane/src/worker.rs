@@ -4,13 +4,18 @@
 //! Loop: for each RX queue, pull a burst of up to 32, run the pipeline,
 //! dispatch. Packets wait in per-port TX buffers until a buffer fills or the
 //! drain timer (TSC) expires. No locks, allocation, syscalls or logging here;
-//! the only shared write it reads is the relaxed stop flag.
+//! the shared writes it reads are the relaxed stop flag and the published
+//! table generation (one load per iteration). When the generation moved, the
+//! worker sends what it decided under the old tables, rebinds its pipeline
+//! to the new set at that burst boundary and acknowledges the generation in
+//! its counters (see [`crate::tables::set`]).
 use crate::burst::{Burst, BURST_SIZE};
 use crate::dpdk::mbuf::free_bulk;
 use crate::dpdk::port::{RxQueue, TxQueue};
 use crate::dpdk::{rdtsc, Mbuf};
 use crate::pipeline::{new_meta_burst, DropReason, Output, Pipeline, StageCtx};
 use crate::stats::WorkerStats;
+use crate::tables::set::Published;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -21,6 +26,11 @@ pub struct Worker {
     /// This worker's TX queue on each port, by port index.
     pub tx: Vec<TxQueue>,
     pub pipeline: Pipeline,
+    /// This worker's index (its counters in per-worker table state).
+    pub index: usize,
+    /// The table sets the pipeline reads; `pipeline` starts bound to the
+    /// current one.
+    pub tables: Arc<Published>,
     pub stats: Arc<WorkerStats>,
     pub stop: Arc<AtomicBool>,
     /// TSC ticks a partly filled TX buffer may wait.
@@ -117,6 +127,31 @@ impl Output<Mbuf> for TxBuffers {
     }
 }
 
+/// Moves the pipeline to the current table set at a burst boundary: what
+/// the old set decided leaves first (so after the acknowledgement no packet
+/// goes out by the old tables), then the stages rebind, then the new
+/// generation is acknowledged. The stages drop their references to the old
+/// tables here, but the control thread still holds the retired set, so its
+/// memory is freed there, never on a worker.
+#[cold]
+#[inline(never)]
+fn rebind(
+    pipeline: &mut Pipeline,
+    out: &mut TxBuffers,
+    tables: &Published,
+    index: usize,
+    stats: &WorkerStats,
+) -> u64 {
+    out.flush_all();
+    out.free_drops();
+    let set = tables.load();
+    pipeline.rebind(&set, index);
+    let g = set.generation;
+    drop(set);
+    stats.generation.set_release(g);
+    g
+}
+
 impl Worker {
     /// The poll loop; returns 0 when stopped by the flag.
     pub fn run(self) -> i32 {
@@ -124,6 +159,8 @@ impl Worker {
             mut rx,
             tx,
             mut pipeline,
+            index,
+            tables,
             stats,
             stop,
             drain_tsc,
@@ -153,7 +190,12 @@ impl Worker {
         let mut t0 = start;
         let mut busy_run = 0u32;
         let mut span_busy = false;
+        let mut generation = tables.load().generation;
+        stats.generation.set(generation);
         while !stop.load(Ordering::Relaxed) {
+            if tables.generation() != generation {
+                generation = rebind(&mut pipeline, &mut out, &tables, index, &stats);
+            }
             let mut got = 0usize;
             for (port, q) in rx.iter_mut() {
                 let n = q.rx_burst(&mut burst);

@@ -134,6 +134,16 @@ impl Eal {
         Ok(())
     }
 
+    /// EAL's runtime directory (`/var/run/dpdk/<prefix>` for root): where
+    /// its sockets live, and the daemon's control socket beside them.
+    pub fn runtime_dir(&self) -> Option<String> {
+        // SAFETY: EAL is initialised; the string is EAL's own, copied here.
+        unsafe {
+            let p = dpdk_sys::rte_eal_get_runtime_dir();
+            (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+        }
+    }
+
     /// Waits for the job on `lcore` and returns its exit code.
     pub fn wait(&self, lcore: LcoreId) -> i32 {
         // SAFETY: EAL is initialised; waiting on an idle lcore returns at once.
@@ -143,12 +153,8 @@ impl Eal {
 
 impl Drop for Eal {
     fn drop(&mut self) {
-        // SAFETY: EAL is initialised; the returned string is EAL's own and is
-        // copied before cleanup frees it.
-        let runtime_dir = unsafe {
-            let p = dpdk_sys::rte_eal_get_runtime_dir();
-            (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
-        };
+        // Copied before cleanup frees EAL's string.
+        let runtime_dir = self.runtime_dir();
         // SAFETY: the owner dropped every DPDK object first (documented contract).
         unsafe {
             dpdk_sys::rte_eal_cleanup();

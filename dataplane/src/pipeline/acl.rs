@@ -13,20 +13,11 @@ use super::{DropReason, FlowKeyV4, MetaBurst, StageCtx, Verdict, L3};
 use crate::burst::BURST_SIZE;
 use crate::stats::Counter;
 use crate::tables::flow_cache::Probe;
+use crate::tables::set::AclSnapshot;
 use crate::tables::{AclAction, AclTable, FlowCache};
 use std::sync::Arc;
 
-/// One worker's ACL counters (written by the worker, read by the control
-/// thread).
-#[derive(Debug)]
-pub struct AclCounters {
-    /// Hits per rule index; the last slot counts default-action packets.
-    pub rules: Box<[Counter]>,
-    /// Packets the flow cache answered.
-    pub cache_hits: Counter,
-    /// Packets the flow cache did not answer (classified by rte_acl).
-    pub cache_misses: Counter,
-}
+pub use crate::tables::set::AclCounters;
 
 pub struct AclStage {
     table: Arc<AclTable>,
@@ -40,26 +31,41 @@ impl AclStage {
     /// A worker's instance over the shared table, with its own counters and,
     /// when `cache_entries > 0`, its own flow cache of that many entries.
     pub fn new(table: Arc<AclTable>, cache_entries: usize) -> Self {
-        let n = table.rules().len() + 1;
-        let counters = Arc::new(AclCounters {
-            rules: (0..n).map(|_| Counter::default()).collect(),
-            cache_hits: Counter::default(),
-            cache_misses: Counter::default(),
-        });
-        let cache = (cache_entries > 0).then(|| FlowCache::new(cache_entries));
-        let deny = table
-            .rules()
-            .iter()
-            .map(|r| r.action)
-            .chain([table.default_action()])
-            .map(|a| a == AclAction::Deny)
-            .collect();
+        Self::from_snapshot(&AclSnapshot::new(table, cache_entries, 1), 0)
+    }
+
+    /// Worker `worker`'s instance over a published ACL.
+    pub fn from_snapshot(snap: &AclSnapshot, worker: usize) -> Self {
         AclStage {
-            table,
-            deny,
-            cache,
-            counters,
+            deny: deny_flags(&snap.table),
+            table: snap.table.clone(),
+            cache: (snap.flow_cache > 0).then(|| FlowCache::new(snap.flow_cache)),
+            counters: snap.counters_for(worker),
         }
+    }
+
+    /// Takes a newly published ACL (at a burst boundary). A new table gets
+    /// new counters and an empty flow cache: no cached verdict outlives its
+    /// rules. The same table (a reload that left the ACL alone) keeps both.
+    pub fn rebind(&mut self, snap: &AclSnapshot, worker: usize) {
+        if Arc::ptr_eq(&self.table, &snap.table) {
+            return;
+        }
+        // Reuse the cache's memory when its size stays (no allocation).
+        let cache = match self.cache.take() {
+            _ if snap.flow_cache == 0 => None,
+            Some(mut c) if c.capacity() == FlowCache::new_capacity(snap.flow_cache) => {
+                c.clear();
+                Some(c)
+            }
+            _ => Some(FlowCache::new(snap.flow_cache)),
+        };
+        *self = AclStage {
+            deny: deny_flags(&snap.table),
+            table: snap.table.clone(),
+            cache,
+            counters: snap.counters_for(worker),
+        };
     }
 
     /// This worker's counters (read by the control thread).
@@ -232,6 +238,17 @@ impl AclStage {
             self.apply(res[j], &mut m.verdict, run);
         }
     }
+}
+
+/// Whether each rule denies, then the default.
+fn deny_flags(table: &AclTable) -> Box<[bool]> {
+    table
+        .rules()
+        .iter()
+        .map(|r| r.action)
+        .chain([table.default_action()])
+        .map(|a| a == AclAction::Deny)
+        .collect()
 }
 
 /// Packets to classify: positions in the burst, families and cache hashes.

@@ -19,6 +19,7 @@ pub use packet::{PacketBuf, VecPacket};
 
 use crate::burst::{Burst, BURST_SIZE};
 use crate::stats::WorkerCounters;
+use crate::tables::set::TableSet;
 use acl::AclStage;
 use forward::Forward;
 use parse::Parse;
@@ -66,6 +67,25 @@ impl Stage {
         }
     }
 
+    /// Takes worker `worker`'s view of a newly published table set, at a
+    /// burst boundary (see [`crate::tables::set`]).
+    pub fn rebind(&mut self, set: &TableSet, worker: usize) {
+        match self {
+            Stage::Parse(s) => s.rebind(set.parse),
+            Stage::Forward(_) => {}
+            Stage::Acl(s) => {
+                if let Some(a) = &set.acl {
+                    s.rebind(a, worker);
+                }
+            }
+            Stage::Route(s) => {
+                if let Some(r) = &set.routing {
+                    s.rebind(r, set.icmp_rate);
+                }
+            }
+        }
+    }
+
     #[inline]
     fn process<P: PacketBuf>(&mut self, pkts: &mut Burst<P>, meta: &mut MetaBurst, ctx: &StageCtx) {
         match self {
@@ -107,6 +127,13 @@ impl Pipeline {
             stages,
             [Stage::Parse(_), Stage::Route(_)] | [Stage::Parse(_), Stage::Acl(_), Stage::Route(_)]
         )
+    }
+
+    /// Rebinds every stage to `set` (worker `worker`'s counters).
+    pub fn rebind(&mut self, set: &TableSet, worker: usize) {
+        for s in &mut self.stages {
+            s.rebind(set, worker);
+        }
     }
 
     /// Turns the fused pass off (it is on wherever the stages allow it):

@@ -10,6 +10,7 @@
 use super::meta::flags;
 use super::{DropReason, FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict, L3};
 use crate::burst::Burst;
+use crate::tables::set::ParseNeeds;
 use crate::wire::{self, EtherType, Ipv4Packet, Ipv6Packet};
 
 /// What [`Parse::fast_v4`] reads from a plain IPv4 header (host order).
@@ -37,6 +38,14 @@ impl Default for Parse {
             hash: true,
             verify_checksum: true,
         }
+    }
+}
+
+impl Parse {
+    /// What to extract for a newly published table set.
+    pub fn rebind(&mut self, needs: ParseNeeds) {
+        self.l4 = needs.l4;
+        self.hash = needs.hash;
     }
 }
 

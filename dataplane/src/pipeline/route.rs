@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 pub struct RouteStage {
     routing: Arc<Routing>,
+    icmp_rate: u32,
     limiter: IcmpLimiter,
 }
 
@@ -79,7 +80,19 @@ impl RouteStage {
     pub fn new(routing: Arc<Routing>, icmp_rate: u32) -> Self {
         RouteStage {
             routing,
+            icmp_rate,
             limiter: IcmpLimiter::new(icmp_rate, icmp_rate.clamp(1, 100)),
+        }
+    }
+
+    /// Takes newly published tables (at a burst boundary); the ICMP token
+    /// bucket restarts only when its rate changed.
+    pub fn rebind(&mut self, routing: &Arc<Routing>, icmp_rate: u32) {
+        if !Arc::ptr_eq(&self.routing, routing) {
+            self.routing = routing.clone();
+        }
+        if icmp_rate != self.icmp_rate {
+            *self = RouteStage::new(routing.clone(), icmp_rate);
         }
     }
 
@@ -729,7 +742,7 @@ pub fn decrement_ttl_v4_offloaded(ip: &mut [u8]) {
 #[inline(always)]
 fn neighbor_mac(r: &Routing, nh: &NextHop, m: &Meta, v6: bool) -> Option<[u8; 6]> {
     match nh.kind {
-        NhKind::Gateway(_) => nh.mac(),
+        NhKind::Gateway(_) => nh.mac().or_else(|| r.gateway_mac_from_neighbors(nh)),
         _ => {
             let k = if v6 {
                 neighbor::key_v6(nh.port, m.key.dst)

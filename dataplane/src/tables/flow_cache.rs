@@ -60,7 +60,7 @@ impl FlowCache {
     /// A cache of at least `entries` entries (rounded up to a power of two,
     /// at least 8). Each entry costs 48 bytes.
     pub fn new(entries: usize) -> FlowCache {
-        let buckets = entries.div_ceil(WAYS).max(1).next_power_of_two();
+        let buckets = Self::new_capacity(entries) / WAYS;
         // Slots must fit a `Probe` below NONE.
         assert!(buckets * WAYS <= 1 << 31, "flow cache of {entries} entries");
         FlowCache {
@@ -71,9 +71,19 @@ impl FlowCache {
         }
     }
 
+    /// The capacity [`FlowCache::new`] gives for `entries`.
+    pub fn new_capacity(entries: usize) -> usize {
+        entries.div_ceil(WAYS).max(1).next_power_of_two() * WAYS
+    }
+
     /// How many entries it holds at most.
     pub fn capacity(&self) -> usize {
         self.keys.len()
+    }
+
+    /// Forgets every entry (the rules it cached answers of were replaced).
+    pub fn clear(&mut self) {
+        self.buckets.fill(Bucket::default());
     }
 
     /// The hash a key is cached under (pass it to every call for the key).

@@ -12,6 +12,7 @@ pub mod neighbor;
 pub mod prefix;
 pub mod route;
 pub mod routing;
+pub mod set;
 pub mod testing;
 
 pub use acl::{AclAction, AclRule, AclTable};

@@ -7,6 +7,7 @@
 use crate::dpdk::hash::Hash;
 use crate::dpdk::DpdkError;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const RESOLVED: u64 = 1 << 63;
 const MAC_MASK: u64 = (1 << 48) - 1;
@@ -61,20 +62,34 @@ fn decode(v: Option<u64>) -> NeighborState {
     }
 }
 
+/// Learned state: lives as long as the daemon, across table reloads.
 pub struct NeighborTable {
     map: Hash<20>,
+    /// Neighbours that could not be stored (cache full): slow path only.
+    learn_failures: AtomicU64,
 }
 
 impl NeighborTable {
     pub fn new(capacity: u32) -> Result<Self, DpdkError> {
         Ok(NeighborTable {
             map: Hash::new(capacity)?,
+            learn_failures: AtomicU64::new(0),
         })
     }
 
-    /// Records a resolved neighbour (static config or learned).
+    /// Records a resolved neighbour (static config or learned); false, and
+    /// counted, when the cache is full.
     pub fn learn(&self, k: &NeighborKey, mac: [u8; 6]) -> bool {
-        self.map.insert(k, RESOLVED | mac_to_u64(mac)).is_ok()
+        let ok = self.map.insert(k, RESOLVED | mac_to_u64(mac)).is_ok();
+        if !ok {
+            self.learn_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Neighbours not learned because the cache was full.
+    pub fn learn_failures(&self) -> u64 {
+        self.learn_failures.load(Ordering::Relaxed)
     }
 
     /// Notes that a solicitation went out at `tsc` (only if not resolved).

@@ -2,23 +2,28 @@
 //! next-hop ids (or ECMP group ids), the next-hop table, the neighbour cache
 //! and each port's own addresses.
 //!
-//! Built once from the config before workers start and then shared
-//! read-only (`Arc`), except two kinds of slow-path writes that are safe
-//! under concurrent readers: neighbour learning (rte_hash with lock-free
-//! readers) and each gateway next hop's cached MAC (an `AtomicU64`).
+//! Built from the config on the control thread (at start and on every
+//! reload) and then shared read-only (`Arc`, inside a
+//! [`TableSet`](super::set::TableSet)), except two kinds of slow-path writes
+//! that are safe under concurrent readers: neighbour learning (rte_hash with
+//! lock-free readers) and each gateway next hop's cached MAC (an
+//! `AtomicU64`). The neighbour table is not part of the build: it is handed
+//! in, outlives every `Routing` built over it, and so keeps what was learned
+//! across reloads; a new `Routing` fills its gateways' MACs from it.
 //!
 //! Every route ends in a next hop: `Gateway` (send to a router's MAC),
 //! `Connected` (the destination itself is the neighbour: look it up in the
 //! cache) or `Local` (one of our addresses: answer it). Our own addresses
 //! are /32 and /128 routes to `Local` next hops, so the data path finds them
 //! with the same bulk lookup as everything else.
-use super::neighbor::{self, NeighborKey, NeighborTable};
+use super::neighbor::{self, NeighborKey, NeighborState, NeighborTable};
 use super::route::{Route4, Route6, RouteConfig, RouteTable};
 use super::Prefix;
 use crate::dpdk::DpdkError;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// LPM values with this bit set name an ECMP group, not a next hop.
 pub const GROUP_FLAG: u32 = 1 << 20;
@@ -72,7 +77,7 @@ impl PortAddrs {
 }
 
 /// Where a route sends packets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RouteTarget {
     /// Through one or more routers (several = ECMP), each `(address, port)`.
     Via(Vec<(IpAddr, u16)>),
@@ -80,7 +85,7 @@ pub enum RouteTarget {
     Port(u16),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RouteSpec {
     pub prefix: Prefix,
     pub target: RouteTarget,
@@ -175,13 +180,12 @@ pub struct Routing {
     pub v6: Route6,
     nexthops: Vec<NextHop>,
     groups: Vec<Box<[u32]>>,
-    pub neighbors: NeighborTable,
+    /// Learned state, shared with every other `Routing` built over it.
+    pub neighbors: Arc<NeighborTable>,
     pub ports: Vec<PortAddrs>,
     /// Next hops that use a neighbour as their gateway: learning one MAC
     /// updates them all.
     gateways: HashMap<NeighborKey, Vec<u32>>,
-    /// Neighbours that could not be stored (cache full): slow path only.
-    learn_failures: AtomicU64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -286,14 +290,16 @@ fn v6_bytes(a: Ipv6Addr) -> [u8; 16] {
 impl Routing {
     /// Builds the tables: connected subnets and own addresses of every port,
     /// then `routes` (later routes for the same prefix replace earlier
-    /// ones), then static neighbours.
+    /// ones), then static neighbours (`static_neighbors`, recorded in
+    /// `neighbors`); gateway next hops start with the MACs `neighbors`
+    /// already knows.
     pub fn build(
         ports: Vec<PortAddrs>,
         routes: &[RouteSpec],
-        neighbors: &[(u16, IpAddr, [u8; 6])],
+        static_neighbors: &[(u16, IpAddr, [u8; 6])],
         cfg4: RouteConfig,
         cfg6: RouteConfig,
-        neighbor_capacity: u32,
+        neighbors: Arc<NeighborTable>,
     ) -> Result<Routing, RoutingError> {
         let mut b = Builder {
             port_info: ports
@@ -345,15 +351,45 @@ impl Routing {
             v6,
             nexthops: b.nexthops,
             groups: b.groups,
-            neighbors: NeighborTable::new(neighbor_capacity)?,
+            neighbors,
             ports,
             gateways: b.gateways,
-            learn_failures: AtomicU64::new(0),
         };
-        for &(port, ip, mac) in neighbors {
+        for &(port, ip, mac) in static_neighbors {
             routing.learn(port, ip, mac);
         }
+        routing.sync_gateway_macs();
         Ok(routing)
+    }
+
+    /// Copies every resolved gateway MAC the neighbour table holds into the
+    /// next hops (a fresh build; again after a reload, for what workers
+    /// learned while it was built).
+    pub fn sync_gateway_macs(&self) {
+        for (k, ids) in &self.gateways {
+            if let NeighborState::Resolved(mac) = self.neighbors.get(k) {
+                for &id in ids {
+                    self.nexthops[id as usize].set_mac(mac);
+                }
+            }
+        }
+    }
+
+    /// A gateway next hop's MAC from the neighbour table when the next hop
+    /// has none cached (learned by another table set while this one was
+    /// being built), cached on the way. Slow path only.
+    #[cold]
+    pub fn gateway_mac_from_neighbors(&self, nh: &NextHop) -> Option<[u8; 6]> {
+        let NhKind::Gateway(ip) = nh.kind else {
+            return None;
+        };
+        match self.neighbors.get(&neighbor::key(nh.port, ip)) {
+            NeighborState::Resolved(mac) => {
+                nh.set_mac(mac);
+                Some(mac)
+            }
+            _ => None,
+        }
     }
 
     /// The next hop for an LPM value; ECMP groups pick a member by `hash`.
@@ -395,7 +431,6 @@ impl Routing {
         }
         let k = neighbor::key(port, ip);
         if !self.neighbors.learn(&k, mac) {
-            self.learn_failures.fetch_add(1, Ordering::Relaxed);
             return false;
         }
         if let Some(ids) = self.gateways.get(&k) {
@@ -413,7 +448,7 @@ impl Routing {
             nexthops: self.nexthops.len(),
             groups: self.groups.len(),
             neighbors: self.neighbors.len(),
-            neighbor_learn_failures: self.learn_failures.load(Ordering::Relaxed),
+            neighbor_learn_failures: self.neighbors.learn_failures(),
             memory_bytes: self.v4.memory_bytes()
                 + self.v6.memory_bytes()
                 + self.neighbors.memory_bytes()
@@ -445,6 +480,10 @@ mod tests {
         ]
     }
 
+    fn neighbors(capacity: u32) -> Arc<NeighborTable> {
+        Arc::new(NeighborTable::new(capacity).unwrap())
+    }
+
     fn small() -> RouteConfig {
         RouteConfig {
             max_routes: 1024,
@@ -474,7 +513,7 @@ mod tests {
             &[(1, gw2, [2, 0, 0, 0, 9, 9])],
             small(),
             small(),
-            64,
+            neighbors(64),
         )
         .unwrap();
         let lookup = |a: &str| {
@@ -542,7 +581,7 @@ mod tests {
         let _e = crate::tables::testing::test_lock();
         let mut ports = ports();
         ports[0].v4 = vec![("10.0.0.1".parse().unwrap(), 16)];
-        let r = Routing::build(ports, &[], &[], small(), small(), 8).unwrap();
+        let r = Routing::build(ports, &[], &[], small(), small(), neighbors(8)).unwrap();
         let mut learned = 0;
         for k in 0..2000u32 {
             let ip = IpAddr::V4(Ipv4Addr::from(0x0a00_0100 + k));
@@ -576,7 +615,7 @@ mod tests {
                 prefix: Prefix::new("203.0.113.0".parse().unwrap(), 24).unwrap(),
                 target: RouteTarget::Via(hops),
             }];
-            let r = Routing::build(ports, &routes, &[], small(), small(), 64).unwrap();
+            let r = Routing::build(ports, &routes, &[], small(), small(), neighbors(64)).unwrap();
             let v = r.v4.lookup(u32::from(Ipv4Addr::new(203, 0, 113, 7))).unwrap();
             let group = r.group(v).unwrap().to_vec();
             proptest::prop_assert_eq!(group.len(), members);

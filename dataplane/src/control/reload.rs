@@ -1,0 +1,431 @@
+//! What a reload may change, and what it changed.
+//!
+//! A reload swaps table sets (routes, neighbours, ACL rules and their
+//! settings). Everything a worker, a port, the mempool or EAL was started
+//! with stays: a new file that changes any of it is refused with the first
+//! such field, located as `check` locates errors (file:line:column), and
+//! the running config stays in force.
+use super::socket::Answer;
+use crate::config::{Config, Resolved};
+use crate::daemon::{acl_inputs_equal, build_table_set, route_inputs_equal, PortFacts, Reuse};
+use crate::stats::WorkerStats;
+use crate::tables::neighbor::NeighborTable;
+use crate::tables::set::{Published, TableSet};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Top-level keys whose values are fixed for the daemon's lifetime.
+const RESTART_KEYS: &[&str] = &[
+    "pipeline", "eal", "daemon", "mempool", "port", "worker", "forward",
+];
+/// Keys of `[route]` fixed for the daemon's lifetime: the neighbour table is
+/// learned state and outlives every table set.
+const RESTART_ROUTE_KEYS: &[&str] = &["neighbor_capacity"];
+
+/// The first field that differs between the running config's source and
+/// the new one among those a reload cannot apply, as
+/// `file:line:col: field: ...` (the location in the new file, or its first
+/// line when the field was removed). `None` when a reload can apply the
+/// new file.
+pub fn restart_needed(old_src: &str, new_src: &str, file: &str) -> Option<String> {
+    let old: toml::Table = old_src.parse().ok()?;
+    let new: toml::Table = new_src.parse().ok()?;
+    let mut path = None;
+    for key in RESTART_KEYS {
+        if let Some(p) = first_difference(key, old.get(*key), new.get(*key)) {
+            path = Some(p);
+            break;
+        }
+    }
+    if path.is_none() {
+        let sub = |t: &toml::Table, k: &str| t.get("route").and_then(|r| r.get(k)).cloned();
+        for key in RESTART_ROUTE_KEYS {
+            let (a, b) = (sub(&old, key), sub(&new, key));
+            if let Some(p) = first_difference(&format!("route.{key}"), a.as_ref(), b.as_ref()) {
+                path = Some(p);
+                break;
+            }
+        }
+    }
+    let path = path?;
+    let (line, col) = locate(new_src, &path);
+    Some(format!(
+        "{file}:{line}:{col}: {path}: changed, and only a restart applies it \
+         (a reload changes routes, neighbours and ACL rules); the running config stays"
+    ))
+}
+
+/// The path of the first difference between `a` and `b` below `path`
+/// (`port[1].mtu`), or `None` when they are equal.
+fn first_difference(
+    path: &str,
+    a: Option<&toml::Value>,
+    b: Option<&toml::Value>,
+) -> Option<String> {
+    use toml::Value;
+    match (a, b) {
+        (None, None) => None,
+        (Some(Value::Table(x)), Some(Value::Table(y))) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter()
+                .find_map(|k| first_difference(&format!("{path}.{k}"), x.get(k), y.get(k)))
+        }
+        (Some(Value::Array(x)), Some(Value::Array(y))) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (u, v))| first_difference(&format!("{path}[{i}]"), Some(u), Some(v))),
+        (Some(x), Some(y)) if x == y => None,
+        _ => Some(path.to_owned()),
+    }
+}
+
+/// Line and column (1-based) of `path` in `src`: the deepest part of it that
+/// the new file still has.
+fn locate(src: &str, path: &str) -> (usize, usize) {
+    let Ok(doc) = src.parse::<toml_edit::ImDocument<String>>() else {
+        return (1, 1);
+    };
+    let mut span = None;
+    let mut item = doc.as_item();
+    for part in path.split('.') {
+        let (key, index) = match part.split_once('[') {
+            Some((k, i)) => (k, i.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        let Some(next) = item.get(key) else { break };
+        item = next;
+        span = item.span().or(span);
+        if let Some(i) = index {
+            let Some(next) = item.get(i) else { break };
+            item = next;
+            span = item.span().or(span);
+        }
+    }
+    let at = span.map_or(0, |s| s.start);
+    let before = &src[..at.min(src.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |p| p + 1) + 1;
+    (line, col)
+}
+
+/// What a reload changed, for its log line and its answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub routes_added: usize,
+    pub routes_removed: usize,
+    /// ACL rules before and after, when the ACL changed.
+    pub acl_rules: Option<(usize, usize)>,
+    pub static_neighbors_added: usize,
+    pub static_neighbors_removed: usize,
+}
+
+impl Changes {
+    pub fn between(old: &Resolved, new: &Resolved) -> Changes {
+        let (added, removed) = set_difference(&old.routes, &new.routes);
+        let (n_added, n_removed) = set_difference(&old.neighbors, &new.neighbors);
+        let acl_changed = old.acl_rules != new.acl_rules
+            || old.acl_default != new.acl_default
+            || old.acl_flow_cache != new.acl_flow_cache;
+        Changes {
+            routes_added: added,
+            routes_removed: removed,
+            acl_rules: acl_changed.then_some((old.acl_rules.len(), new.acl_rules.len())),
+            static_neighbors_added: n_added,
+            static_neighbors_removed: n_removed,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Changes::default()
+    }
+}
+
+impl std::fmt::Display for Changes {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "routes +{} -{}", self.routes_added, self.routes_removed)?;
+        match self.acl_rules {
+            Some((a, b)) => write!(f, ", acl rules {a} -> {b}")?,
+            None => write!(f, ", acl unchanged")?,
+        }
+        write!(
+            f,
+            ", static neighbours +{} -{}",
+            self.static_neighbors_added, self.static_neighbors_removed
+        )
+    }
+}
+
+/// How many of `new` are not in `old`, and of `old` not in `new`.
+fn set_difference<T: std::hash::Hash + Eq>(old: &[T], new: &[T]) -> (usize, usize) {
+    let a: HashSet<&T> = old.iter().collect();
+    let b: HashSet<&T> = new.iter().collect();
+    (b.difference(&a).count(), a.difference(&b).count())
+}
+
+/// Carries out reloads on the control thread: reads and checks the new
+/// file, builds the new table set (keeping what did not change), publishes
+/// it, waits until every worker runs on it, then frees the retired set.
+pub struct Reloader<'a> {
+    /// The file a reload re-reads (a request may name another, which then
+    /// becomes it).
+    path: Option<PathBuf>,
+    started: (&'a Config, &'a Resolved),
+    /// The config in force since the last accepted reload.
+    replaced: Option<(Config, Resolved)>,
+    /// The source text of the config in force.
+    source: String,
+    tables: Arc<Published>,
+    facts: PortFacts,
+    neighbors: Arc<NeighborTable>,
+    workers: Vec<Arc<WorkerStats>>,
+    /// Retired sets a worker never acknowledged: freed when the reloader
+    /// drops, after the workers stopped.
+    unacknowledged: Vec<Arc<TableSet>>,
+    pub reloads: u64,
+    pub refusals: u64,
+}
+
+/// Longest wait for every worker to acknowledge a new set before the reload
+/// answers without it (a worker that stopped polling; the retired set is
+/// then kept until the daemon exits).
+const ACK_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl<'a> Reloader<'a> {
+    pub fn new(
+        cfg: &'a Config,
+        res: &'a Resolved,
+        path: Option<PathBuf>,
+        tables: Arc<Published>,
+        facts: PortFacts,
+        neighbors: Arc<NeighborTable>,
+        workers: Vec<Arc<WorkerStats>>,
+    ) -> Self {
+        let source = path
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default();
+        Reloader {
+            path,
+            started: (cfg, res),
+            replaced: None,
+            source,
+            tables,
+            facts,
+            neighbors,
+            workers,
+            unacknowledged: Vec::new(),
+            reloads: 0,
+            refusals: 0,
+        }
+    }
+
+    /// The generation in force.
+    pub fn generation(&self) -> u64 {
+        self.tables.generation()
+    }
+
+    fn current(&self) -> (&Config, &Resolved) {
+        match &self.replaced {
+            Some((c, r)) => (c, r),
+            None => self.started,
+        }
+    }
+
+    /// Reloads from `path` (or the daemon's config file), logging and
+    /// counting the outcome.
+    pub fn reload(&mut self, path: Option<PathBuf>) -> Answer {
+        let t0 = Instant::now();
+        let answer = match self.try_reload(path, t0) {
+            Ok(a) => {
+                self.reloads += 1;
+                a
+            }
+            Err(message) => {
+                self.refusals += 1;
+                tracing::warn!(generation = self.generation(), "reload refused: {message}");
+                Answer {
+                    ok: false,
+                    message: format!("reload refused: {message}"),
+                    generation: self.generation(),
+                    data: None,
+                }
+            }
+        };
+        answer
+    }
+
+    fn try_reload(&mut self, path: Option<PathBuf>, t0: Instant) -> Result<Answer, String> {
+        let Some(path) = path.or_else(|| self.path.clone()) else {
+            return Err("the daemon was started without a config file to re-read".into());
+        };
+        let src = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file = path.display().to_string();
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let (cfg, res) = Config::parse_in(&src, &file, &dir).map_err(|e| e.to_string())?;
+        if let Some(e) = restart_needed(&self.source, &src, &file) {
+            return Err(e);
+        }
+        let (cur_cfg, cur_res) = self.current();
+        let changes = Changes::between(cur_res, &res);
+        let old = self.tables.load();
+        let mut reuse = Reuse::default();
+        if route_inputs_equal((cur_cfg, cur_res), (&cfg, &res)) {
+            reuse.routing = old.routing.clone();
+        }
+        if acl_inputs_equal(cur_res, &res) {
+            reuse.acl = old.acl.clone();
+        }
+        let icmp_rate = cfg.route.as_ref().map_or(0, |r| r.get_ref().icmp_rate);
+        let unchanged = reuse.routing.is_some() == old.routing.is_some()
+            && reuse.acl.is_some() == old.acl.is_some()
+            && icmp_rate == old.icmp_rate;
+        if unchanged {
+            // Nothing the workers read differs: no new generation.
+            self.accept(path, src, cfg, res);
+            let g = self.generation();
+            tracing::info!(generation = g, "reload: no table changed");
+            return Ok(Answer {
+                ok: true,
+                message: format!("generation {g}: no table changed"),
+                generation: g,
+                data: None,
+            });
+        }
+        let g = old.generation + 1;
+        let workers = self.workers.len();
+        let set = build_table_set(&cfg, &res, &self.facts, &self.neighbors, g, workers, reuse)
+            .map_err(|e| format!("building the new tables: {e:#}"))?;
+        let build = t0.elapsed();
+        drop(old);
+        let t1 = Instant::now();
+        let retired = self.tables.publish(Arc::new(set));
+        let acked = self.wait_for_workers(g);
+        let swap = t1.elapsed();
+        // What workers learned while the set was being built.
+        if let Some(r) = &self.tables.load().routing {
+            r.sync_gateway_macs();
+        }
+        if acked {
+            // The last reference: the old tables' memory goes back here.
+            drop(retired);
+        } else {
+            tracing::warn!(
+                generation = g,
+                "a worker did not acknowledge the new tables within {ACK_TIMEOUT:?}; the old ones stay allocated until exit"
+            );
+            self.unacknowledged.push(retired);
+        }
+        self.accept(path, src, cfg, res);
+        let (build_ms, swap_ms) = (ms(build), ms(swap));
+        tracing::info!(
+            generation = g,
+            %changes,
+            build_ms,
+            swap_ms,
+            "reload applied"
+        );
+        Ok(Answer {
+            ok: true,
+            message: format!(
+                "generation {g}: {changes} (build {build_ms:.1} ms, swap {swap_ms:.3} ms)"
+            ),
+            generation: g,
+            data: None,
+        })
+    }
+
+    fn accept(&mut self, path: PathBuf, src: String, cfg: Config, res: Resolved) {
+        self.path = Some(path);
+        self.source = src;
+        self.replaced = Some((cfg, res));
+    }
+
+    /// Waits until every worker runs on generation `g` or later.
+    fn wait_for_workers(&self, g: u64) -> bool {
+        let t = Instant::now();
+        while self.workers.iter().any(|w| w.generation.get_acquire() < g) {
+            if t.elapsed() > ACK_TIMEOUT {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        true
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"pipeline = ["route"]
+
+[eal]
+memory_mb = 512
+
+[[port]]
+name = "a"
+device = "net_null0"
+mtu = 1500
+
+[[port]]
+name = "b"
+device = "net_null1"
+
+[route]
+icmp_rate = 10
+neighbor_capacity = 64
+"#;
+
+    #[test]
+    fn tables_may_change_ports_may_not() {
+        assert_eq!(restart_needed(BASE, BASE, "x.toml"), None);
+        let routes = BASE.replace("icmp_rate = 10", "icmp_rate = 20\nroutes_file = \"r\"");
+        assert_eq!(restart_needed(BASE, &routes, "x.toml"), None);
+        let mtu = BASE.replace("mtu = 1500", "mtu = 9000");
+        let e = restart_needed(BASE, &mtu, "x.toml").unwrap();
+        assert!(e.starts_with("x.toml:9:7: port[0].mtu: changed"), "{e}");
+        let added = format!("{BASE}\n[[worker]]\ncore = 1\nrx = [\"a\"]\n");
+        let e = restart_needed(BASE, &added, "x.toml").unwrap();
+        assert!(
+            e.starts_with("x.toml:") && e.contains(": worker: changed"),
+            "{e}"
+        );
+        let cap = BASE.replace("neighbor_capacity = 64", "neighbor_capacity = 128");
+        let e = restart_needed(BASE, &cap, "x.toml").unwrap();
+        assert!(
+            e.starts_with("x.toml:17:21: route.neighbor_capacity"),
+            "{e}"
+        );
+        let pipe = BASE.replace(r#"["route"]"#, r#"["acl", "route"]"#);
+        let e = restart_needed(BASE, &pipe, "x.toml").unwrap();
+        assert!(e.starts_with("x.toml:1:12: pipeline"), "{e}");
+        // A removed field is located at its section in the new file.
+        let gone = BASE.replace("memory_mb = 512\n", "");
+        let e = restart_needed(BASE, &gone, "x.toml").unwrap();
+        assert!(e.starts_with("x.toml:3:1: eal.memory_mb"), "{e}");
+    }
+
+    #[test]
+    fn changes_count_both_ways() {
+        let (a, r) = set_difference(&[1, 2, 3], &[2, 3, 4, 5]);
+        assert_eq!((a, r), (2, 1));
+        let c = Changes {
+            routes_added: 2,
+            routes_removed: 1,
+            acl_rules: Some((3, 4)),
+            ..Changes::default()
+        };
+        assert_eq!(
+            c.to_string(),
+            "routes +2 -1, acl rules 3 -> 4, static neighbours +0 -0"
+        );
+        assert!(Changes::default().is_empty());
+    }
+}

@@ -1,0 +1,226 @@
+//! Black box: tables change under load without a lost packet.
+//!
+//! `net_pcap` replays a feed forever (`infinite_rx`) into an `acl` + `route`
+//! daemon. Two configs alternate, 20 reloads in all: set A routes the marked
+//! destination out of port `a` and denies its UDP port 9 packets; set B
+//! routes it out of port `b` and denies nothing. After each reload is
+//! acknowledged (the `dataplane reload` answer comes once every worker runs
+//! on the new set), the other port's counter must stand still: no packet
+//! leaves by the old set. In the middle, a broken config and a port change
+//! are refused and traffic keeps flowing on the running set; SIGHUP with an
+//! unchanged file is a no-op that still logs. At the end: rx = tx + drops,
+//! every drop an ACL deny (the only one either config explains), every mbuf
+//! back in the pool.
+use dataplane_tests::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const IN_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+
+/// UDP from 10.0.0.2 to the marked destination 198.51.100.7: flows to
+/// port 5000 and to port 9 (the one set A's ACL denies).
+fn feed() -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    for i in 0..64u16 {
+        let dport = if i % 4 == 0 { 9 } else { 5000 };
+        let b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xee], IN_MAC)
+            .ipv4([10, 0, 0, 2], [198, 51, 100, 7], 64)
+            .udp(1000 + i, dport);
+        let payload = [0u8; 18];
+        let mut f = Vec::with_capacity(b.size(payload.len()));
+        b.write(&mut f, &payload).unwrap();
+        frames.push(f);
+    }
+    frames
+}
+
+fn config(dir: &Path, prefix: &str, set_b: bool) -> String {
+    let d = dir.display();
+    let (via, deny) = if set_b {
+        ("10.0.2.2", "")
+    } else {
+        (
+            "10.0.1.2",
+            "[[acl.rule]]\naction = \"deny\"\nproto = \"udp\"\ndport = 9\n",
+        )
+    };
+    format!(
+        r#"pipeline = ["acl", "route"]
+[eal]
+file_prefix = "{prefix}"
+memory_mb = 1024
+hugepages = "off"
+[daemon]
+stats_interval_ms = 200
+[[port]]
+name = "in"
+device = "net_pcap0,rx_pcap={d}/feed.pcap,infinite_rx=1"
+mac = "02:00:00:00:00:01"
+ipv4 = ["10.0.0.1/24"]
+[[port]]
+name = "a"
+device = "net_pcap1,rx_pcap={d}/empty.pcap,tx_pcap=/dev/null"
+mac = "02:00:00:00:00:0a"
+ipv4 = ["10.0.1.1/24"]
+[[port]]
+name = "b"
+device = "net_pcap2,rx_pcap={d}/empty.pcap,tx_pcap=/dev/null"
+mac = "02:00:00:00:00:0b"
+ipv4 = ["10.0.2.1/24"]
+[[worker]]
+core = 1
+rx = ["in", "a", "b"]
+[acl]
+default = "allow"
+{deny}
+[route]
+[[route.static]]
+prefix = "198.51.100.0/24"
+via = "{via}"
+[[route.neighbor]]
+ip = "10.0.1.2"
+mac = "02:00:00:00:01:02"
+[[route.neighbor]]
+ip = "10.0.2.2"
+mac = "02:00:00:00:02:02"
+"#
+    )
+}
+
+/// `dataplane ARGS...`: exit status and stdout.
+fn client(args: &[&str]) -> (bool, String) {
+    let out = Command::new(dataplane_bin())
+        .args(args)
+        .output()
+        .expect("running the client");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+fn stats(prefix: &str) -> Value {
+    let (ok, text) = client(&["stats", "--file-prefix", prefix]);
+    assert!(ok, "stats: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("stats json ({e}): {text}"))
+}
+
+fn opackets(s: &Value, port: &str) -> u64 {
+    s["ports"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == port))
+        .and_then(|p| p["opackets"].as_u64())
+        .unwrap_or_else(|| panic!("no port {port} in {s}"))
+}
+
+/// Checks that, on the set now in force, `quiet` sends nothing more while
+/// `busy` keeps sending.
+fn only_one_port_sends(prefix: &str, busy: &str, quiet: &str, what: &str) {
+    let s0 = stats(prefix);
+    std::thread::sleep(Duration::from_millis(150));
+    let s1 = stats(prefix);
+    assert_eq!(
+        opackets(&s0, quiet),
+        opackets(&s1, quiet),
+        "{what}: port {quiet} sent after the reload was acknowledged"
+    );
+    assert!(
+        opackets(&s1, busy) > opackets(&s0, busy),
+        "{what}: port {busy} sent nothing"
+    );
+}
+
+#[test]
+fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
+    let dir = tempfile::tempdir().unwrap();
+    write_pcap(&dir.path().join("feed.pcap"), &feed()).unwrap();
+    write_pcap(&dir.path().join("empty.pcap"), &[]).unwrap();
+    let prefix = file_prefix("reload");
+    let path = dir.path().join("router.toml");
+    let cfg_path = path.to_str().unwrap().to_owned();
+    std::fs::write(&path, config(dir.path(), &prefix, false)).unwrap();
+    let mut d = Daemon::start(dir.path(), &path, &[]).unwrap();
+    d.wait_log("traffic", Duration::from_secs(60), |l| {
+        l.lines()
+            .any(|x| x.contains("stats rx=") && !x.contains("stats rx=0 "))
+    })
+    .unwrap();
+    only_one_port_sends(&prefix, "a", "b", "start (set A)");
+
+    let mut reload_ms = Vec::new();
+    for k in 1..=20u64 {
+        let set_b = k % 2 == 1;
+        std::fs::write(&path, config(dir.path(), &prefix, set_b)).unwrap();
+        let t = Instant::now();
+        let (ok, text) = client(&["reload", "--config", &cfg_path, "--file-prefix", &prefix]);
+        reload_ms.push(t.elapsed().as_millis());
+        assert!(ok, "reload {k}: {text}");
+        assert!(
+            text.starts_with(&format!("generation {k}: routes +1 -1")),
+            "reload {k}: {text}"
+        );
+        let (busy, quiet) = if set_b { ("b", "a") } else { ("a", "b") };
+        only_one_port_sends(&prefix, busy, quiet, &format!("reload {k}"));
+
+        if k == 10 {
+            // A broken file is refused with its location; the running set
+            // stays and traffic keeps flowing.
+            std::fs::write(
+                &path,
+                "pipeline = [\"acl\", \"route\"]\n[route]\nbogus = 1\n",
+            )
+            .unwrap();
+            let (ok, text) = client(&["reload", "--config", &cfg_path, "--file-prefix", &prefix]);
+            assert!(!ok, "a broken config was accepted: {text}");
+            assert!(text.contains("router.toml:"), "no location: {text}");
+            // A change only a restart applies is refused, naming the field.
+            let mtu = config(dir.path(), &prefix, false).replace(
+                "ipv4 = [\"10.0.1.1/24\"]",
+                "ipv4 = [\"10.0.1.1/24\"]\nmtu = 9000",
+            );
+            std::fs::write(&path, mtu).unwrap();
+            let (ok, text) = client(&["reload", "--config", &cfg_path, "--file-prefix", &prefix]);
+            assert!(!ok, "a port change was accepted: {text}");
+            assert!(text.contains("port[1].mtu: changed"), "{text}");
+            assert_eq!(stats(&prefix)["reloads"]["generation"], k);
+            only_one_port_sends(&prefix, busy, quiet, "after the refusals");
+            std::fs::write(&path, config(dir.path(), &prefix, set_b)).unwrap();
+        }
+    }
+
+    // SIGHUP with the file unchanged: logged, counted, no new generation.
+    signal_pid(d.pid(), libc::SIGHUP);
+    d.wait_log("the SIGHUP no-op", Duration::from_secs(10), |l| {
+        l.contains("reload: no table changed")
+    })
+    .unwrap();
+    assert_eq!(stats(&prefix)["reloads"]["generation"], 20);
+
+    let (out, report, _) = d.stop(libc::SIGINT, Duration::from_secs(20)).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(report["mempool"]["in_use"], 0, "mbuf leak: {stdout}");
+    let rx = report["rx"].as_u64().unwrap();
+    let tx = report["tx"].as_u64().unwrap();
+    let dropped = report["dropped"].as_u64().unwrap();
+    assert_eq!(rx, tx + dropped, "rx = tx + drops: {report}");
+    let drops = report["drops"].as_object().unwrap();
+    assert!(
+        drops.keys().all(|k| k == "acl_deny"),
+        "drops neither config explains: {drops:?}"
+    );
+    assert!(report["drops"]["acl_deny"].as_u64().unwrap() > 0);
+    assert_eq!(report["reloads"]["generation"], 20);
+    assert_eq!(report["reloads"]["reloads"], 21);
+    assert_eq!(report["reloads"]["refusals"], 2);
+    eprintln!("reload round trips (ms, client start to answer): {reload_ms:?}");
+}
+
+fn signal_pid(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}

@@ -14,6 +14,16 @@ fn main() {
         .probe("libdpdk")
         .expect("libdpdk not found by pkg-config: run scripts/setup.sh (installs libdpdk-dev)");
 
+    // The version, for code that depends on more than the API: here as cfg
+    // `dpdk_22_11`, and to dependents' build scripts as DEP_DPDK_VERSION
+    // (this crate `links = "dpdk"`), where `dataplane/build.rs` sets the
+    // same cfg for the reader of rte_fib's private table layout.
+    println!("cargo:version={}", dpdk.version);
+    println!("cargo:rustc-check-cfg=cfg(dpdk_22_11)");
+    if is_22_11(&dpdk.version) {
+        println!("cargo:rustc-cfg=dpdk_22_11");
+    }
+
     // pkg-config's cflags carry `-include rte_config.h` and `-march=...`, which
     // every DPDK translation unit needs; give them to both cc and clang.
     let cflags_out = std::process::Command::new("pkg-config")
@@ -58,4 +68,10 @@ fn main() {
     let bindings = bindings.generate().expect("bindgen over DPDK headers");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("bindings.rs");
     bindings.write_to_file(out).expect("write bindings");
+}
+
+/// Whether a pkg-config version (`22.11`, `22.11.11`, ...) is a 22.11 release.
+fn is_22_11(version: &str) -> bool {
+    let mut parts = version.trim().split('.');
+    parts.next() == Some("22") && parts.next() == Some("11")
 }

@@ -20,60 +20,31 @@
 //! resolved gateway then only gets `verdict` and `nexthop` in its `Meta`
 //! ([`MarkTx`]), or in the worker goes straight to its TX buffer with no
 //! verdict ([`SendTx`]).
+//!
+//! Here: the stage and its passes. Beside it: `lookups` (the burst's
+//! lookup queue and bulk lookups), `martians` (RFC 1812 address checks),
+//! `ttl` (TTL decrement and checksum update).
+mod lookups;
+mod martians;
+mod ttl;
+
+pub use ttl::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
+
 use super::local::{self, IcmpLimiter};
 use super::parse::{FastV4, Parse};
-use super::{DropReason, FlowKeyV4, Meta, MetaBurst, Output, PacketBuf, StageCtx, Verdict, L3};
+use super::{DropReason, FlowKeyV4, Meta, MetaBurst, Output, PacketBuf, StageCtx, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
-use crate::tables::{raw_value, RouteTable, MISS};
-use std::net::{IpAddr, Ipv6Addr};
+use crate::tables::{raw_value, MISS};
+use lookups::Lookups;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 pub struct RouteStage {
     routing: Arc<Routing>,
     icmp_rate: u32,
     limiter: IcmpLimiter,
-}
-
-/// Martian flags per top address byte (see [`v4_martian`]).
-const DST_BAD: u8 = 1;
-const DST_LOCAL: u8 = 2;
-const SRC_BAD: u8 = 4;
-static V4_TOP: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 256 {
-        if i == 0 || i == 127 {
-            t[i] |= DST_BAD;
-        }
-        if i >= 224 {
-            t[i] |= DST_LOCAL | SRC_BAD;
-        }
-        if i == 127 {
-            t[i] |= SRC_BAD;
-        }
-        i += 1;
-    }
-    t
-};
-
-/// RFC 1812 address checks on an IPv4 packet: destinations never forwarded
-/// (0/8, 127/8: `bad_address`; multicast and limited broadcast, handled as
-/// local but not answered: `local_unhandled`), then sources that must not
-/// appear on the wire (127/8, 224/3: `bad_address`, 5.3.7). One table load
-/// per address: every forwarded packet passes here.
-#[inline(always)]
-fn v4_martian(src: u32, dst: u32) -> Option<DropReason> {
-    let f = (V4_TOP[(dst >> 24) as usize] & (DST_BAD | DST_LOCAL))
-        | (V4_TOP[(src >> 24) as usize] & SRC_BAD);
-    if f == 0 {
-        None
-    } else if f & DST_LOCAL != 0 && f & DST_BAD == 0 {
-        Some(DropReason::LocalUnhandled)
-    } else {
-        Some(DropReason::BadAddress)
-    }
 }
 
 impl RouteStage {
@@ -440,155 +411,6 @@ fn parse_into<P: PacketBuf>(parse: &Parse, pkt: &P, m: &mut Meta) -> bool {
     }
 }
 
-/// The burst's packets waiting for a lookup, per family: IPv4 addresses
-/// and slots; IPv6 slots (their addresses are gathered from `Meta` only when
-/// there are any, to spare v4-only bursts a 512-byte array).
-struct Lookups {
-    a4: [u32; BURST_SIZE],
-    i4: [u8; BURST_SIZE],
-    n4: usize,
-    i6: [u8; BURST_SIZE],
-    n6: usize,
-}
-
-impl Lookups {
-    #[inline(always)]
-    fn new() -> Self {
-        Lookups {
-            a4: [0; BURST_SIZE],
-            i4: [0; BURST_SIZE],
-            n4: 0,
-            i6: [0; BURST_SIZE],
-            n6: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn push_v4(&mut self, dst: u32, i: usize) {
-        // At most one push per slot, so `n4 < BURST_SIZE` here: the mask is
-        // a no-op that spares two bounds checks (and the compiler's reload
-        // of `n4` between the two stores).
-        let n = self.n4 % BURST_SIZE;
-        self.a4[n] = dst;
-        self.i4[n] = i as u8;
-        self.n4 = n + 1;
-    }
-
-    /// A plain IPv4 packet (slot `i`, header fields `h`, `Meta` not filled):
-    /// dropped here if its addresses are martian, else queued for the
-    /// lookup. Its bit in the fused pass's fast-path mask (0 when dropped).
-    #[inline(always)]
-    fn push_plain_v4(&mut self, h: FastV4, m: &mut Meta, i: usize) -> u32 {
-        if let Some(reason) = v4_martian(h.src, h.dst) {
-            m.verdict = Verdict::Drop(reason);
-            return 0;
-        }
-        self.push_v4(h.dst, i);
-        1 << i
-    }
-
-    /// Sorts out one parsed packet: martians and non-IP are decided here,
-    /// ARP and IPv6 multicast go to local delivery, the rest wait for the
-    /// lookup.
-    #[inline(always)]
-    fn classify<P: PacketBuf>(
-        &mut self,
-        r: &Routing,
-        pkts: &mut Burst<P>,
-        m: &mut Meta,
-        i: usize,
-        ctx: &StageCtx,
-    ) {
-        if m.verdict != Verdict::Continue {
-            return;
-        }
-        match m.l3 {
-            L3::Ipv4 => {
-                let dst = m.key.dst_v4();
-                if let Some(reason) = v4_martian(m.key.src_v4(), dst) {
-                    m.verdict = Verdict::Drop(reason);
-                } else {
-                    self.push_v4(dst, i);
-                }
-            }
-            L3::Ipv6 => {
-                let dst = Ipv6Addr::from(m.key.dst);
-                if Ipv6Addr::from(m.key.src).is_multicast()
-                    || dst.is_loopback()
-                    || dst.is_unspecified()
-                {
-                    m.verdict = Verdict::Drop(DropReason::BadAddress);
-                } else if dst.is_multicast() {
-                    // Neighbour discovery to solicited-node groups etc.
-                    if let Some(p) = pkts.get_mut(i) {
-                        m.verdict = local::deliver_v6(p, m, r, ctx);
-                    }
-                } else {
-                    self.i6[self.n6] = i as u8;
-                    self.n6 += 1;
-                }
-            }
-            L3::Arp => {
-                if let Some(p) = pkts.get_mut(i) {
-                    m.verdict = local::arp(p, m, r, ctx);
-                }
-            }
-            _ => m.verdict = Verdict::Drop(DropReason::Unsupported),
-        }
-    }
-
-    /// One bulk IPv4 lookup: `res[k]` is the value for the `k`-th pushed
-    /// packet (`i4[k]`).
-    #[inline(always)]
-    fn lookup_v4_into(&self, r: &Routing, res: &mut [u32; BURST_SIZE]) {
-        if self.n4 != 0 {
-            r.v4.lookup_bulk(&self.a4[..self.n4], &mut res[..self.n4]);
-        }
-    }
-
-    /// One bulk IPv4 lookup; `each(slot, value, meta)` in packet order.
-    #[inline(always)]
-    fn lookup_v4(
-        &self,
-        r: &Routing,
-        meta: &mut MetaBurst,
-        mut each: impl FnMut(usize, u32, &mut Meta),
-    ) {
-        if self.n4 == 0 {
-            return;
-        }
-        let mut res = [MISS; BURST_SIZE];
-        self.lookup_v4_into(r, &mut res);
-        for (&i, &val) in self.i4[..self.n4].iter().zip(&res[..self.n4]) {
-            let i = usize::from(i);
-            each(i, val, &mut meta[i]);
-        }
-    }
-
-    /// One bulk IPv6 lookup; `each(slot, value, meta)` in packet order.
-    #[inline(always)]
-    fn lookup_v6(
-        &self,
-        r: &Routing,
-        meta: &mut MetaBurst,
-        mut each: impl FnMut(usize, u32, &mut Meta),
-    ) {
-        if self.n6 == 0 {
-            return;
-        }
-        let mut a6 = [[0u8; 16]; BURST_SIZE];
-        for (a, &i) in a6.iter_mut().zip(&self.i6[..self.n6]) {
-            *a = meta[usize::from(i)].key.dst;
-        }
-        let mut res = [MISS; BURST_SIZE];
-        r.v6.lookup_bulk(&a6[..self.n6], &mut res[..self.n6]);
-        for (&i, &val) in self.i6[..self.n6].iter().zip(&res[..self.n6]) {
-            let i = usize::from(i);
-            each(i, val, &mut meta[i]);
-        }
-    }
-}
-
 /// The fused fast path's forwarding of a plain IPv4 packet (14-byte L2,
 /// 20-byte header): `Some(port)` when `raw` (a raw lookup entry) is a
 /// single gateway next hop with a known MAC and the packet's TTL and length
@@ -714,31 +536,6 @@ fn forward<P: PacketBuf>(
     Verdict::Tx(nh.port)
 }
 
-/// Takes one off an IPv4 header's TTL and patches its checksum. TTL is the
-/// high byte of the 16-bit word at offset 8, so the checksum gains 0x0100
-/// (RFC 1624 eqn. 3 with m' = m - 0x0100), end-around carry included; a
-/// result of 0xffff is written as 0x0000, as a full recomputation gives.
-/// The sum is taken on the checksum read little-endian, where the same
-/// change is + 1: a one's-complement sum does not depend on byte order
-/// (RFC 1071), and 0xffff reads the same both ways. That spares two byte
-/// swaps per packet.
-#[inline(always)]
-pub fn decrement_ttl_v4(ip: &mut [u8]) {
-    ip[8] -= 1;
-    let c = u32::from(u16::from_le_bytes([ip[10], ip[11]])) + 1;
-    let c = ((c & 0xffff) + (c >> 16)) as u16;
-    let c = if c == 0xffff { 0 } else { c };
-    ip[10..12].copy_from_slice(&c.to_le_bytes());
-}
-
-/// Takes one off an IPv4 header's TTL for a port that computes the header
-/// checksum itself (TX offload): the field is zeroed, as devices expect.
-#[inline(always)]
-pub fn decrement_ttl_v4_offloaded(ip: &mut [u8]) {
-    ip[8] -= 1;
-    ip[10..12].fill(0);
-}
-
 #[inline(always)]
 fn neighbor_mac(r: &Routing, nh: &NextHop, m: &Meta, v6: bool) -> Option<[u8; 6]> {
     match nh.kind {
@@ -753,87 +550,6 @@ fn neighbor_mac(r: &Routing, nh: &NextHop, m: &Meta, v6: bool) -> Option<[u8; 6]
                 NeighborState::Resolved(mac) => Some(mac),
                 _ => None,
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decrement_ttl_v4;
-
-    fn full_checksum(h: &[u8]) -> u16 {
-        let mut s: u32 = 0;
-        for (k, w) in h.chunks(2).enumerate() {
-            if k != 5 {
-                s += u32::from(u16::from_be_bytes([w[0], w[1]]));
-            }
-        }
-        while s > 0xffff {
-            s = (s & 0xffff) + (s >> 16);
-        }
-        !(s as u16)
-    }
-
-    /// The martian table gives what the RFC 1812 compare chain gives, for
-    /// every pair of top bytes.
-    #[test]
-    fn martian_table_matches_compares() {
-        use super::{v4_martian, DropReason};
-        for d in 0..=255u32 {
-            for s in 0..=255u32 {
-                let want = if d == 0 || d == 127 {
-                    Some(DropReason::BadAddress)
-                } else if d >= 224 {
-                    Some(DropReason::LocalUnhandled)
-                } else if s == 127 || s >= 224 {
-                    Some(DropReason::BadAddress)
-                } else {
-                    None
-                };
-                assert_eq!(
-                    v4_martian((s << 24) | 1, (d << 24) | 2),
-                    want,
-                    "src {s} dst {d}"
-                );
-            }
-        }
-    }
-
-    /// Every checksum value before the update (the word at offset 12 sweeps
-    /// them all), with TTLs whose change does and does not carry: the
-    /// incremental update equals the recomputed checksum, 0xffff/0x0000
-    /// edge included.
-    #[test]
-    fn ttl_decrement_every_checksum() {
-        for ttl in [2u8, 64, 255] {
-            for w in 0..=u16::MAX {
-                let mut h = [
-                    0x45, 0, 0, 84, 0, 0, 0x40, 0, ttl, 17, 0, 0, 0, 0, 10, 0, 0, 1, 0, 0,
-                ];
-                h[12..14].copy_from_slice(&w.to_be_bytes());
-                let c = full_checksum(&h);
-                h[10..12].copy_from_slice(&c.to_be_bytes());
-                decrement_ttl_v4(&mut h);
-                assert_eq!(
-                    u16::from_be_bytes([h[10], h[11]]),
-                    full_checksum(&h),
-                    "word {w:#x} ttl {ttl}"
-                );
-            }
-        }
-    }
-
-    proptest::proptest! {
-        /// The incremental TTL update gives exactly the recomputed checksum.
-        #[test]
-        fn ttl_decrement_equals_recomputation(mut h in proptest::prelude::any::<[u8; 20]>(), ttl in 2u8..=255) {
-            h[0] = 0x45;
-            h[8] = ttl;
-            let c = full_checksum(&h);
-            h[10..12].copy_from_slice(&c.to_be_bytes());
-            decrement_ttl_v4(&mut h);
-            proptest::prop_assert_eq!(h[8], ttl - 1);
-            proptest::prop_assert_eq!(u16::from_be_bytes([h[10], h[11]]), full_checksum(&h));
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::stats::{
     self, AclCacheReport, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats,
 };
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
-use crate::tables::{AclTable, RouteBackend, RouteConfig};
+use crate::tables::{AclTable, RouteConfig};
 use crate::worker::Worker;
 use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -118,10 +118,7 @@ fn route_configs(
     res: &Resolved,
     cfg: &Config,
 ) -> (RouteConfig, RouteConfig) {
-    let backend = match sec.backend {
-        config::Backend::Fib => RouteBackend::Fib,
-        config::Backend::Lpm => RouteBackend::Lpm,
-    };
+    let backend = sec.backend;
     let addrs: usize = cfg
         .ports
         .iter()

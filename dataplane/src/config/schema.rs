@@ -1,6 +1,7 @@
 //! The config file's schema: one serde struct per section, with defaults
 //! and doc comments. Every struct rejects unknown keys.
 use super::values::*;
+use crate::tables::RouteBackend;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -250,22 +251,12 @@ pub struct AclRuleConfig {
     pub vlan: Option<Spanned<u16>>,
 }
 
-/// LPM library behind the route tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// rte_fib / rte_fib6: fast to load (1M routes in well under a second).
-    #[default]
-    Fib,
-    /// rte_lpm / rte_lpm6: slightly faster lookups, slow to load big tables.
-    Lpm,
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSection {
+    /// `fib` (rte_fib/rte_fib6, the default) or `lpm` (rte_lpm/rte_lpm6).
     #[serde(default)]
-    pub backend: Backend,
+    pub backend: RouteBackend,
     /// IPv4 route capacity (raised automatically to fit the configured routes).
     #[serde(default = "default_max_routes")]
     pub max_routes: u32,

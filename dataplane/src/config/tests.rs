@@ -1,4 +1,3 @@
-
 use super::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
@@ -431,4 +430,17 @@ fn tempfile_dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("dp-config-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+#[test]
+fn route_backend_deserializes_into_the_table_type() {
+    use crate::tables::RouteBackend;
+    let (cfg, _) = Config::parse(ROUTER, "r.toml").unwrap();
+    assert_eq!(cfg.route.unwrap().get_ref().backend, RouteBackend::Fib);
+    let lpm = router_bad("[route]", "[route]\nbackend = \"lpm\"");
+    let (cfg, _) = Config::parse(&lpm, "r.toml").unwrap();
+    assert_eq!(cfg.route.unwrap().get_ref().backend, RouteBackend::Lpm);
+    let (line, field, msg) = err(&router_bad("[route]", "[route]\nbackend = \"trie\""));
+    assert_eq!((line, field.as_str()), (28, "route.backend"));
+    assert!(msg.contains("unknown variant `trie`"), "{msg}");
 }

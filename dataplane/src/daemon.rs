@@ -19,7 +19,7 @@ use crate::stats::{
 use crate::tables::neighbor::NeighborTable;
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
 use crate::tables::set::{AclSnapshot, ParseNeeds, Published, TableSet};
-use crate::tables::{AclTable, RouteBackend, RouteConfig};
+use crate::tables::{AclTable, RouteConfig};
 use crate::worker::Worker;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -142,10 +142,7 @@ fn route_configs(
     res: &Resolved,
     cfg: &Config,
 ) -> (RouteConfig, RouteConfig) {
-    let backend = match sec.backend {
-        config::Backend::Fib => RouteBackend::Fib,
-        config::Backend::Lpm => RouteBackend::Lpm,
-    };
+    let backend = sec.backend;
     let addrs: usize = cfg
         .ports
         .iter()

@@ -21,8 +21,10 @@ pub const MISS: u32 = u32::MAX;
 
 const _: () = assert!(Lpm4::MISS == MISS && Lpm6::MISS == MISS);
 
-/// Which DPDK library backs a route table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// Which DPDK library backs a route table; the config's `route.backend`
+/// (`"fib"` or `"lpm"`) deserializes into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RouteBackend {
     /// rte_fib (DIR-24-8) / rte_fib6 (trie): add/delete cost the entries the
     /// route covers, whatever the table size; 31-bit next hops.

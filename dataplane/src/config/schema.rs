@@ -1,0 +1,319 @@
+//! The config file's schema: one serde struct per section, with defaults
+//! and doc comments. Every struct rejects unknown keys.
+use super::values::*;
+use crate::tables::RouteBackend;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Stage names in processing order, e.g. `["acl", "route"]`.
+    #[serde(default = "empty_pipeline")]
+    pub pipeline: Spanned<Vec<Spanned<StageKind>>>,
+    #[serde(default)]
+    pub eal: EalConfig,
+    #[serde(default)]
+    pub daemon: DaemonConfig,
+    #[serde(default)]
+    pub mempool: MempoolConfig,
+    #[serde(rename = "port", default)]
+    pub ports: Vec<PortSection>,
+    #[serde(rename = "worker", default)]
+    pub workers: Vec<WorkerSection>,
+    pub forward: Option<Spanned<ForwardConfig>>,
+    pub acl: Option<Spanned<AclConfig>>,
+    pub route: Option<Spanned<RouteSection>>,
+
+    /// Where the file came from (set by `load`), for error messages.
+    #[serde(skip)]
+    pub source_name: String,
+}
+
+/// The stages a pipeline can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageKind {
+    /// Cross-connect port pairs with MAC rewrite.
+    Forward,
+    /// Firewall: ordered rules, first match wins.
+    Acl,
+    /// IPv4/IPv6 routing with ARP/NDP and ICMP.
+    Route,
+}
+
+impl StageKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StageKind::Forward => "forward",
+            StageKind::Acl => "acl",
+            StageKind::Route => "route",
+        }
+    }
+}
+
+/// Hugepage policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hugepages {
+    /// Use hugepages when the machine has free ones mounted, else `--no-huge`.
+    #[default]
+    Auto,
+    /// Require hugepages.
+    On,
+    /// Always `--no-huge`.
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EalConfig {
+    /// Extra EAL arguments, appended before command-line overrides.
+    pub args: Vec<String>,
+    pub hugepages: Hugepages,
+    /// Memory EAL reserves (`-m`), MiB.
+    pub memory_mb: u32,
+    /// `--file-prefix`: separates concurrent DPDK processes.
+    pub file_prefix: String,
+    /// CPU of the main (control/stats) thread.
+    pub control_core: u32,
+    /// Disable DPDK's telemetry socket (on by default).
+    pub no_telemetry: bool,
+}
+
+impl Default for EalConfig {
+    fn default() -> Self {
+        EalConfig {
+            args: Vec::new(),
+            hugepages: Hugepages::Auto,
+            memory_mb: 512,
+            file_prefix: "dataplane".into(),
+            control_core: 0,
+            no_telemetry: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// Period of the one-line stats summary in the log, ms; 0 disables it.
+    pub stats_interval_ms: u64,
+    /// Longest time a packet waits in a partly filled TX buffer, µs.
+    pub tx_drain_us: u64,
+    /// Count TSC cycles per pipeline stage (benchmarks; adds two TSC reads
+    /// per stage per burst).
+    pub profile_stages: bool,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            stats_interval_ms: 1000,
+            tx_drain_us: 100,
+            profile_stages: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MempoolConfig {
+    /// Mbufs in the pool; 0 sizes it from ports, queues and workers.
+    pub mbufs: u32,
+    /// Per-lcore cache size.
+    pub cache: u32,
+    /// Data room per mbuf, bytes (headroom included).
+    pub data_room: u16,
+}
+
+impl Default for MempoolConfig {
+    fn default() -> Self {
+        MempoolConfig {
+            mbufs: 0,
+            cache: 256,
+            data_room: 2048 + 128,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSection {
+    /// Name used by workers and stages.
+    pub name: Spanned<String>,
+    /// A vdev string (`net_pcap0,rx_pcap=in.pcap`) or a PCI address.
+    pub device: Spanned<String>,
+    #[serde(default = "one")]
+    pub rx_queues: Spanned<u16>,
+    /// Defaults to one per worker (each worker transmits on its own queue).
+    pub tx_queues: Option<Spanned<u16>>,
+    #[serde(default = "default_desc")]
+    pub rx_desc: u16,
+    #[serde(default = "default_desc")]
+    pub tx_desc: u16,
+    pub mtu: Option<u16>,
+    /// Overrides the device's MAC address.
+    pub mac: Option<Mac>,
+    /// The MAC of the station on the other end of the link, used as the
+    /// destination by the `forward` stage (default `02:00:00:00:00:<port index>`).
+    pub peer_mac: Option<Mac>,
+    #[serde(default = "yes")]
+    pub promiscuous: bool,
+    /// Let the device fill in routed IPv4 packets' header checksums when it
+    /// offers that offload; `false` keeps the incremental update in software.
+    #[serde(default = "yes")]
+    pub tx_checksum_offload: bool,
+    /// Interface addresses with their subnet, e.g. `192.0.2.1/24`.
+    #[serde(default)]
+    pub ipv4: Vec<Spanned<Ipv4Cidr>>,
+    #[serde(default)]
+    pub ipv6: Vec<Spanned<Ipv6Cidr>>,
+}
+
+fn empty_pipeline() -> Spanned<Vec<Spanned<StageKind>>> {
+    Spanned::new(0..0, Vec::new())
+}
+fn one() -> Spanned<u16> {
+    Spanned::new(0..0, 1)
+}
+fn default_desc() -> u16 {
+    1024
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSection {
+    /// CPU the worker is pinned to.
+    pub core: Spanned<u32>,
+    /// RX queues it polls: `"port"` (queue 0) or `"port:queue"`.
+    pub rx: Spanned<Vec<Spanned<String>>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardConfig {
+    /// Bidirectional cross-connects: `[["p0", "p1"]]`.
+    pub pairs: Vec<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// What an ACL rule does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Allow,
+    Deny,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AclConfig {
+    /// Action when no rule matches.
+    pub default: Action,
+    /// Rules in order; the first match wins.
+    #[serde(default)]
+    pub rule: Vec<AclRuleConfig>,
+    /// Entries of each worker's exact-match flow cache in front of the
+    /// classifier (0 turns it off; rounded up to a power of two).
+    #[serde(default = "default_acl_flow_cache")]
+    pub flow_cache: Spanned<usize>,
+}
+
+fn default_acl_flow_cache() -> Spanned<usize> {
+    Spanned::new(0..0, AclConfig::DEFAULT_FLOW_CACHE)
+}
+
+impl AclConfig {
+    /// 16,384 entries (768 KiB per worker): room for about 8,000 active
+    /// flows at half load, where an 8-way bucket rarely overflows (at 8,192
+    /// entries the bench's 4,000 flows lost 1.7 % of lookups to overflow).
+    pub const DEFAULT_FLOW_CACHE: usize = 16384;
+    /// 2^24 entries (768 MiB per worker) at most.
+    pub const MAX_FLOW_CACHE: usize = 1 << 24;
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AclRuleConfig {
+    pub action: Action,
+    pub src: Option<Spanned<IpCidr>>,
+    pub dst: Option<Spanned<IpCidr>>,
+    /// Protocol name (`tcp`, `udp`, `icmp`, `icmpv6`, `sctp`) or number.
+    pub proto: Option<Proto>,
+    /// Port or inclusive range `"1024-65535"`.
+    pub sport: Option<Spanned<PortRange>>,
+    pub dport: Option<Spanned<PortRange>>,
+    /// Outer VLAN id (0 = untagged).
+    pub vlan: Option<Spanned<u16>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSection {
+    /// `fib` (rte_fib/rte_fib6, the default) or `lpm` (rte_lpm/rte_lpm6).
+    #[serde(default)]
+    pub backend: RouteBackend,
+    /// IPv4 route capacity (raised automatically to fit the configured routes).
+    #[serde(default = "default_max_routes")]
+    pub max_routes: u32,
+    /// IPv6 route capacity.
+    #[serde(default = "default_max_routes6")]
+    pub max_routes6: u32,
+    /// Second-level table groups (routes longer than /24 each need one).
+    #[serde(default = "default_tbl8")]
+    pub tbl8_groups: u32,
+    /// ICMP errors (time exceeded) per second per worker; 0 sends none.
+    #[serde(default = "default_icmp_rate")]
+    pub icmp_rate: u32,
+    /// Neighbour cache capacity.
+    #[serde(default = "default_neighbors")]
+    pub neighbor_capacity: u32,
+    /// A file of routes, one per line: `PREFIX VIA[,VIA...]` or `PREFIX dev PORT`
+    /// (`#` starts a comment). Relative to the config file.
+    pub routes_file: Option<Spanned<String>>,
+    /// Static routes.
+    #[serde(default, rename = "static")]
+    pub statics: Vec<StaticRoute>,
+    /// Static neighbours (IP → MAC).
+    #[serde(default)]
+    pub neighbor: Vec<StaticNeighbor>,
+}
+
+fn default_max_routes() -> u32 {
+    65_536
+}
+fn default_max_routes6() -> u32 {
+    16_384
+}
+fn default_tbl8() -> u32 {
+    4_096
+}
+fn default_icmp_rate() -> u32 {
+    100
+}
+fn default_neighbors() -> u32 {
+    65_536
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticRoute {
+    pub prefix: Spanned<IpCidr>,
+    /// Next-hop router(s); several make an ECMP group.
+    pub via: Option<Spanned<ViaList>>,
+    /// Output port: for a directly connected prefix, or to pin the via's port.
+    pub port: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticNeighbor {
+    pub ip: Spanned<String>,
+    pub mac: Mac,
+    /// Defaults to the port whose subnet holds `ip`.
+    pub port: Option<Spanned<String>>,
+}

@@ -1,0 +1,446 @@
+use super::*;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+
+const GOOD: &str = r#"pipeline = ["forward"]
+
+[eal]
+file_prefix = "t"
+memory_mb = 256
+hugepages = "off"
+args = ["--log-level=lib.eal:debug"]
+
+[[port]]
+name = "p0"
+device = "net_pcap0,rx_pcap=a.pcap"
+mac = "02:00:00:00:00:aa"
+ipv4 = ["192.0.2.1/24"]
+ipv6 = ["2001:db8::1/64"]
+
+[[port]]
+name = "p1"
+device = "net_pcap1,rx_pcap=b.pcap"
+rx_queues = 2
+
+[[worker]]
+core = 1
+rx = ["p0:0", "p1:0"]
+
+[[worker]]
+core = 2
+rx = ["p1:1"]
+
+[forward]
+pairs = [["p0", "p1"]]
+"#;
+
+fn err(src: &str) -> (usize, String, String) {
+    match Config::parse(src, "test.toml") {
+        Ok(_) => panic!("config should have failed:\n{src}"),
+        Err(ConfigError::Invalid {
+            file,
+            line,
+            field,
+            message,
+            ..
+        }) => {
+            assert_eq!(file, "test.toml");
+            (line, field, message)
+        }
+        Err(e) => panic!("unexpected error {e}"),
+    }
+}
+
+/// Replaces the first occurrence of `from` in GOOD.
+fn bad(from: &str, to: &str) -> String {
+    assert!(GOOD.contains(from), "{from}");
+    GOOD.replacen(from, to, 1)
+}
+
+#[test]
+fn good_file_parses_and_resolves() {
+    let (cfg, res) = Config::parse(GOOD, "good.toml").unwrap();
+    assert_eq!(cfg.ports.len(), 2);
+    assert_eq!(cfg.ports[0].mac, Some(Mac([2, 0, 0, 0, 0, 0xaa])));
+    assert_eq!(cfg.ports[0].ipv4[0].get_ref().len, 24);
+    assert!(cfg.ports[0].tx_checksum_offload, "on unless turned off");
+    assert_eq!(cfg.stages(), vec![StageKind::Forward]);
+    assert_eq!(res.worker_rx[1], vec![RxAssignment { port: 1, queue: 1 }]);
+    assert_eq!(res.tx_queues, vec![2, 2]);
+    assert_eq!(res.forward_out, vec![Some(1), Some(0)]);
+    assert_eq!(cfg.eal.hugepages, Hugepages::Off);
+    assert!(cfg.mempool_size(&res) >= 4 * 1024);
+}
+
+#[test]
+fn checksum_offload_can_be_turned_off() {
+    let src = bad(
+        "rx_queues = 2",
+        "rx_queues = 2\ntx_checksum_offload = false",
+    );
+    let (cfg, _) = Config::parse(&src, "t.toml").unwrap();
+    assert!(cfg.ports[0].tx_checksum_offload);
+    assert!(!cfg.ports[1].tx_checksum_offload);
+    let (line, field, _) = err(&bad(
+        "rx_queues = 2",
+        "rx_queues = 2\ntx_checksum_offload = 1",
+    ));
+    assert_eq!((line, field.as_str()), (20, "port[1].tx_checksum_offload"));
+}
+
+#[test]
+fn shipped_configs_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            Config::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no configs found in {}", dir.display());
+}
+
+#[test]
+fn unknown_key_names_line_and_field() {
+    let (line, field, msg) = err(&bad("memory_mb = 256", "memory_mb = 256\nmemroy = 3"));
+    assert_eq!(line, 6);
+    assert_eq!(field, "eal.memroy");
+    assert!(msg.contains("unknown field `memroy`"), "{msg}");
+}
+
+#[test]
+fn unknown_section_is_rejected() {
+    let (line, field, msg) = err(&format!("{GOOD}\n[bogus]\nx = 1\n"));
+    assert_eq!(line, 32);
+    assert_eq!(field, "bogus");
+    assert!(msg.contains("unknown field `bogus`"), "{msg}");
+}
+
+#[test]
+fn bad_mac_names_line_and_field() {
+    let (line, field, msg) = err(&bad("02:00:00:00:00:aa", "02:00:00:00:zz:aa"));
+    assert_eq!(line, 12);
+    assert_eq!(field, "port[0].mac");
+    assert!(msg.contains("invalid MAC address"), "{msg}");
+}
+
+#[test]
+fn bad_cidr_names_line_and_field() {
+    let (line, field, msg) = err(&bad("192.0.2.1/24", "192.0.2.1/33"));
+    assert_eq!((line, field.as_str()), (13, "port[0].ipv4"));
+    assert!(msg.contains("0..=32"), "{msg}");
+    let (line, field, msg) = err(&bad("2001:db8::1/64", "2001:db8::g/64"));
+    assert_eq!((line, field.as_str()), (14, "port[0].ipv6"));
+    assert!(msg.contains("not an IPv4 or IPv6 address"), "{msg}");
+    let (_, _, msg) = err(&bad("192.0.2.1/24", "192.0.2.1"));
+    assert!(msg.contains("ADDRESS/LENGTH"), "{msg}");
+}
+
+#[test]
+fn unknown_port_in_worker() {
+    let (line, field, msg) = err(&bad(r#"rx = ["p0:0", "p1:0"]"#, r#"rx = ["p0:0", "p9:0"]"#));
+    assert_eq!((line, field.as_str()), (23, "worker[0].rx"));
+    assert!(msg.contains("unknown port `p9`"), "{msg}");
+}
+
+#[test]
+fn missing_queue_and_double_polling() {
+    let (line, _, msg) = err(&bad(r#"rx = ["p1:1"]"#, r#"rx = ["p1:5"]"#));
+    assert_eq!(line, 27);
+    assert!(msg.contains("queue 5 does not exist"), "{msg}");
+    let (line, _, msg) = err(&bad(r#"rx = ["p1:1"]"#, r#"rx = ["p1:1", "p0:0"]"#));
+    assert_eq!(line, 27);
+    assert!(msg.contains("already polled by worker[0]"), "{msg}");
+    let (_, field, msg) = err(&bad(r#"rx = ["p1:1"]"#, r#"rx = ["p0"]"#));
+    assert!(msg.contains("already polled"), "{msg} {field}");
+}
+
+#[test]
+fn unpolled_queue_is_an_error() {
+    let (_, field, msg) = err(&bad("rx_queues = 2", "rx_queues = 3"));
+    assert_eq!(field, "port[1].rx_queues");
+    assert!(msg.contains("p1:2 is polled by no worker"), "{msg}");
+}
+
+#[test]
+fn duplicate_core() {
+    let (line, field, msg) = err(&bad("core = 2", "core = 1"));
+    assert_eq!((line, field.as_str()), (26, "worker[1].core"));
+    assert!(msg.contains("core 1 is used by two workers"), "{msg}");
+}
+
+#[test]
+fn stage_referencing_missing_port() {
+    let (line, field, msg) = err(&bad(
+        r#"pairs = [["p0", "p1"]]"#,
+        r#"pairs = [["p0", "nope"]]"#,
+    ));
+    assert_eq!((line, field.as_str()), (30, "forward.pairs[0]"));
+    assert!(msg.contains("unknown port `nope`"), "{msg}");
+}
+
+#[test]
+fn pipeline_errors() {
+    let (line, field, msg) = err(&bad(
+        r#"pipeline = ["forward"]"#,
+        r#"pipeline = ["teleport"]"#,
+    ));
+    assert_eq!((line, field.as_str()), (1, "pipeline"));
+    assert!(msg.contains("unknown variant `teleport`"), "{msg}");
+    let (_, _, msg) = err(&bad(r#"pipeline = ["forward"]"#, r#"pipeline = []"#));
+    assert!(
+        msg.contains("pipeline is empty") || msg.contains("not in the pipeline"),
+        "{msg}"
+    );
+    let (_, _, msg) = err(&bad(
+        r#"pipeline = ["forward"]"#,
+        r#"pipeline = ["forward", "forward"]"#,
+    ));
+    assert!(msg.contains("listed twice"), "{msg}");
+    let no_section = GOOD.split("[forward]").next().unwrap();
+    let (_, _, msg) = err(no_section);
+    assert!(msg.contains("needs a [forward] section"), "{msg}");
+}
+
+#[test]
+fn duplicate_port_name_and_device() {
+    let (line, field, msg) = err(&bad(r#"name = "p1""#, r#"name = "p0""#));
+    assert_eq!((line, field.as_str()), (17, "port[1].name"));
+    assert!(msg.contains("duplicate port name"), "{msg}");
+    let (_, field, msg) = err(&bad("net_pcap1,rx_pcap=b.pcap", "net_pcap0,rx_pcap=b.pcap"));
+    assert_eq!(field, "port[1].device");
+    assert!(msg.contains("used by two ports"), "{msg}");
+}
+
+#[test]
+fn wrong_types_and_syntax() {
+    let (line, field, msg) = err(&bad("memory_mb = 256", "memory_mb = \"lots\""));
+    assert_eq!((line, field.as_str()), (5, "eal.memory_mb"));
+    assert!(msg.contains("invalid type"), "{msg}");
+    let (line, _, _) = err(&bad("memory_mb = 256", "memory_mb = = 3"));
+    assert_eq!(line, 5);
+    let (_, field, msg) = err(&bad(r#"hugepages = "off""#, r#"hugepages = "maybe""#));
+    assert_eq!(field, "eal.hugepages");
+    assert!(msg.contains("unknown variant"), "{msg}");
+}
+
+#[test]
+fn too_few_tx_queues() {
+    let (_, field, msg) = err(&bad("rx_queues = 2", "rx_queues = 2\ntx_queues = 1"));
+    assert_eq!(field, "port[1].tx_queues");
+    assert!(msg.contains("each worker needs its own"), "{msg}");
+}
+
+#[test]
+fn error_display_has_file_line_field() {
+    let e = Config::parse(&bad("02:00:00:00:00:aa", "nonsense"), "x/y.toml").unwrap_err();
+    let s = e.to_string();
+    assert!(s.starts_with("x/y.toml:12:"), "{s}");
+    assert!(s.contains("port[0].mac"), "{s}");
+}
+
+#[test]
+fn cidr_helpers() {
+    let c: Ipv4Cidr = "10.1.2.3/8".parse().unwrap();
+    assert_eq!(c.network(), Ipv4Addr::new(10, 0, 0, 0));
+    assert!(c.contains(Ipv4Addr::new(10, 200, 0, 1)));
+    assert!(!c.contains(Ipv4Addr::new(11, 0, 0, 1)));
+    let z: Ipv4Cidr = "0.0.0.0/0".parse().unwrap();
+    assert!(z.contains(Ipv4Addr::new(1, 2, 3, 4)));
+    let c6: Ipv6Cidr = "2001:db8::5/64".parse().unwrap();
+    assert!(c6.contains("2001:db8::ffff".parse().unwrap()));
+    assert_eq!(c6.network(), "2001:db8::".parse::<Ipv6Addr>().unwrap());
+    assert!("2001:db8::/64".parse::<Ipv4Cidr>().is_err());
+}
+
+const ROUTER: &str = r#"pipeline = ["acl", "route"]
+
+[[port]]
+name = "lan"
+device = "net_null0"
+ipv4 = ["10.0.1.1/24"]
+ipv6 = ["2001:db8:1::1/64"]
+
+[[port]]
+name = "wan"
+device = "net_null1"
+ipv4 = ["10.0.2.1/24"]
+
+[[worker]]
+core = 1
+rx = ["lan", "wan"]
+
+[acl]
+default = "allow"
+
+[[acl.rule]]
+action = "deny"
+src = "10.9.0.0/16"
+proto = "tcp"
+dport = "22-23"
+
+[route]
+[[route.static]]
+prefix = "198.18.0.0/24"
+via = ["10.0.1.2", "10.0.2.2"]
+
+[[route.static]]
+prefix = "192.0.2.0/24"
+port = "wan"
+
+[[route.neighbor]]
+ip = "10.0.1.2"
+mac = "02:00:00:00:00:01"
+"#;
+
+fn router_bad(from: &str, to: &str) -> String {
+    assert!(ROUTER.contains(from), "{from}");
+    ROUTER.replacen(from, to, 1)
+}
+
+#[test]
+fn router_config_resolves() {
+    use crate::tables::routing::RouteTarget;
+    let (cfg, res) = Config::parse(ROUTER, "r.toml").unwrap();
+    assert_eq!(cfg.stages(), vec![StageKind::Acl, StageKind::Route]);
+    assert_eq!(res.acl_rules.len(), 1);
+    assert_eq!(res.acl_rules[0].dport, (22, 23));
+    assert_eq!(res.acl_rules[0].proto, Some(6));
+    assert_eq!(res.routes.len(), 2);
+    match &res.routes[0].target {
+        RouteTarget::Via(h) => {
+            assert_eq!(h.iter().map(|x| x.1).collect::<Vec<_>>(), vec![0, 1])
+        }
+        t => panic!("{t:?}"),
+    }
+    assert_eq!(res.routes[1].target, RouteTarget::Port(1));
+    assert_eq!(
+        res.neighbors,
+        vec![(0, "10.0.1.2".parse().unwrap(), [2, 0, 0, 0, 0, 1])]
+    );
+}
+
+#[test]
+fn acl_flow_cache_size() {
+    let (_, res) = Config::parse(ROUTER, "r.toml").unwrap();
+    assert_eq!(res.acl_flow_cache, AclConfig::DEFAULT_FLOW_CACHE);
+    let off = router_bad(
+        r#"default = "allow""#,
+        "default = \"allow\"\nflow_cache = 0",
+    );
+    assert_eq!(Config::parse(&off, "r.toml").unwrap().1.acl_flow_cache, 0);
+    let big = router_bad(
+        r#"default = "allow""#,
+        "default = \"allow\"\nflow_cache = 99999999",
+    );
+    let (line, field, msg) = err(&big);
+    assert_eq!((line, field.as_str()), (20, "acl.flow_cache"));
+    assert!(msg.contains("99999999 entries"), "{msg}");
+}
+
+#[test]
+fn router_config_errors_name_line_and_field() {
+    let (line, field, msg) = err(&router_bad(r#"proto = "tcp""#, r#"proto = "tpc""#));
+    assert_eq!((line, field.as_str()), (24, "acl.rule[0].proto"));
+    assert!(msg.contains("unknown protocol `tpc`"), "{msg}");
+    let (line, field, msg) = err(&router_bad(r#"dport = "22-23""#, r#"dport = "23-22""#));
+    assert_eq!((line, field.as_str()), (25, "acl.rule[0].dport"));
+    assert!(msg.contains("invalid port range"), "{msg}");
+    let (line, field, msg) = err(&router_bad(
+        r#"via = ["10.0.1.2", "10.0.2.2"]"#,
+        r#"via = ["10.0.1.2", "10.7.7.7"]"#,
+    ));
+    assert_eq!((line, field.as_str()), (30, "route.static[0].via"));
+    assert!(msg.contains("10.7.7.7 is on no port's subnet"), "{msg}");
+    let (_, field, msg) = err(&router_bad(
+        r#"via = ["10.0.1.2", "10.0.2.2"]"#,
+        r#"via = "2001:db8:1::9""#,
+    ));
+    assert_eq!(field, "route.static[0].via");
+    assert!(msg.contains("address family"), "{msg}");
+    let (line, field, msg) = err(&router_bad(r#"port = "wan""#, r#"port = "dmz""#));
+    assert_eq!((line, field.as_str()), (34, "route.static[1].port"));
+    assert!(msg.contains("unknown port `dmz`"), "{msg}");
+    let (_, field, msg) = err(&router_bad(r#"ip = "10.0.1.2""#, r#"ip = "10.0.3.2""#));
+    assert_eq!(field, "route.neighbor[0].ip");
+    assert!(msg.contains("on no port's subnet"), "{msg}");
+    let (_, field, msg) = err(&router_bad(
+        r#"src = "10.9.0.0/16""#,
+        r#"src = "2001:db8::/32"
+dst = "10.0.0.0/8""#,
+    ));
+    assert_eq!(field, "acl.rule[0].dst");
+    assert!(msg.contains("same address family"), "{msg}");
+    let (_, _, msg) = err(&router_bad(
+        r#"pipeline = ["acl", "route"]"#,
+        r#"pipeline = ["route", "acl"]"#,
+    ));
+    assert!(msg.contains("acl"), "{msg}");
+    let (_, _, msg) = err(&router_bad(
+        r#"pipeline = ["acl", "route"]"#,
+        r#"pipeline = ["route"]"#,
+    ));
+    assert!(
+        msg.contains("[acl] is configured but `acl` is not in the pipeline"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn routes_file_errors_name_its_line() {
+    let dir = tempfile_dir();
+    std::fs::write(
+        dir.join("r.txt"),
+        "# comment\n198.18.0.0/24 10.0.1.2\n\n198.18.1.0/33 10.0.1.2\n",
+    )
+    .unwrap();
+    let src = ROUTER.replacen("[route]", "[route]\nroutes_file = \"r.txt\"", 1);
+    let e = Config::parse_in(&src, "r.toml", &dir).unwrap_err();
+    let s = e.to_string();
+    assert!(s.contains("r.txt:4:"), "{s}");
+    assert!(s.contains("0..=32"), "{s}");
+    std::fs::write(
+        dir.join("r.txt"),
+        "198.18.0.0/24 10.0.1.2,10.0.2.2\n203.0.113.0/24 dev wan\n",
+    )
+    .unwrap();
+    let (_, res) = Config::parse_in(&src, "r.toml", &dir).unwrap();
+    assert_eq!(res.routes.len(), 4);
+    std::fs::write(dir.join("r.txt"), "198.18.0.0/24 via 10.0.1.2\n").unwrap();
+    let s = Config::parse_in(&src, "r.toml", &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        s.contains("r.txt:1:") && s.contains("expected `PREFIX VIA"),
+        "{s}"
+    );
+    let missing = ROUTER.replacen("[route]", "[route]\nroutes_file = \"nope.txt\"", 1);
+    let s = Config::parse_in(&missing, "r.toml", &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        s.contains("route.routes_file") && s.contains("nope.txt"),
+        "{s}"
+    );
+}
+
+fn tempfile_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dp-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn route_backend_deserializes_into_the_table_type() {
+    use crate::tables::RouteBackend;
+    let (cfg, _) = Config::parse(ROUTER, "r.toml").unwrap();
+    assert_eq!(cfg.route.unwrap().get_ref().backend, RouteBackend::Fib);
+    let lpm = router_bad("[route]", "[route]\nbackend = \"lpm\"");
+    let (cfg, _) = Config::parse(&lpm, "r.toml").unwrap();
+    assert_eq!(cfg.route.unwrap().get_ref().backend, RouteBackend::Lpm);
+    let (line, field, msg) = err(&router_bad("[route]", "[route]\nbackend = \"trie\""));
+    assert_eq!((line, field.as_str()), (28, "route.backend"));
+    assert!(msg.contains("unknown variant `trie`"), "{msg}");
+}

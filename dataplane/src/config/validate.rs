@@ -1,0 +1,500 @@
+//! Validation: every cross-reference and limit checked, section by section,
+//! into [`Resolved`]. Errors name file, line, column and field.
+use super::location::Locator;
+use super::*;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use toml::Spanned;
+
+impl Config {
+    pub(super) fn validate(&self, loc: &Locator) -> Result<Resolved, ConfigError> {
+        if self.ports.is_empty() {
+            return Err(loc.error(
+                0..0,
+                Some("port".into()),
+                "no [[port]] is configured".into(),
+            ));
+        }
+        if self.workers.is_empty() {
+            return Err(loc.error(
+                0..0,
+                Some("worker".into()),
+                "no [[worker]] is configured".into(),
+            ));
+        }
+        let mut port_index = HashMap::new();
+        for (i, p) in self.ports.iter().enumerate() {
+            let name = p.name.get_ref();
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(loc.error(
+                    p.name.span(),
+                    Some(format!("port[{i}].name")),
+                    format!("port name `{name}` must be non-empty letters, digits, '_' or '-'"),
+                ));
+            }
+            if port_index.insert(name.clone(), i).is_some() {
+                return Err(loc.error(
+                    p.name.span(),
+                    Some(format!("port[{i}].name")),
+                    format!("duplicate port name `{name}`"),
+                ));
+            }
+            if p.device.get_ref().trim().is_empty() {
+                return Err(loc.error(
+                    p.device.span(),
+                    Some(format!("port[{i}].device")),
+                    "device must name a vdev or PCI address".into(),
+                ));
+            }
+            if *p.rx_queues.get_ref() == 0 {
+                return Err(loc.error(
+                    p.rx_queues.span(),
+                    Some(format!("port[{i}].rx_queues")),
+                    "rx_queues must be at least 1".into(),
+                ));
+            }
+        }
+        let mut devices = HashSet::new();
+        for (i, p) in self.ports.iter().enumerate() {
+            let dev = device_name(p.device.get_ref());
+            if !devices.insert(dev.to_owned()) {
+                return Err(loc.error(
+                    p.device.span(),
+                    Some(format!("port[{i}].device")),
+                    format!("device `{dev}` is used by two ports"),
+                ));
+            }
+        }
+
+        let mut cores = HashSet::new();
+        let mut polled: HashMap<(usize, u16), usize> = HashMap::new();
+        let mut worker_rx = Vec::new();
+        for (w, wk) in self.workers.iter().enumerate() {
+            if !cores.insert(*wk.core.get_ref()) {
+                return Err(loc.error(
+                    wk.core.span(),
+                    Some(format!("worker[{w}].core")),
+                    format!("core {} is used by two workers", wk.core.get_ref()),
+                ));
+            }
+            if wk.rx.get_ref().is_empty() {
+                return Err(loc.error(
+                    wk.rx.span(),
+                    Some(format!("worker[{w}].rx")),
+                    "a worker must poll at least one rx queue".into(),
+                ));
+            }
+            let mut list = Vec::new();
+            for r in wk.rx.get_ref() {
+                let field = Some(format!("worker[{w}].rx"));
+                let (pname, q) = match r.get_ref().split_once(':') {
+                    Some((p, q)) => {
+                        let q: u16 = q.parse().map_err(|_| {
+                            loc.error(
+                                r.span(),
+                                field.clone(),
+                                format!("`{}`: queue `{q}` is not a number", r.get_ref()),
+                            )
+                        })?;
+                        (p, q)
+                    }
+                    None => (r.get_ref().as_str(), 0),
+                };
+                let Some(&pi) = port_index.get(pname) else {
+                    return Err(loc.error(
+                        r.span(),
+                        field,
+                        format!("unknown port `{pname}` (ports: {})", self.port_names()),
+                    ));
+                };
+                let nq = *self.ports[pi].rx_queues.get_ref();
+                if q >= nq {
+                    return Err(loc.error(
+                        r.span(),
+                        field,
+                        format!("port `{pname}` has {nq} rx queue(s); queue {q} does not exist"),
+                    ));
+                }
+                if let Some(other) = polled.insert((pi, q), w) {
+                    return Err(loc.error(
+                        r.span(),
+                        field,
+                        format!("rx queue {pname}:{q} is already polled by worker[{other}]"),
+                    ));
+                }
+                list.push(RxAssignment { port: pi, queue: q });
+            }
+            worker_rx.push(list);
+        }
+        for (pi, p) in self.ports.iter().enumerate() {
+            for q in 0..*p.rx_queues.get_ref() {
+                if !polled.contains_key(&(pi, q)) {
+                    return Err(loc.error(
+                        p.rx_queues.span().start.max(p.name.span().start)..p.name.span().end,
+                        Some(format!("port[{pi}].rx_queues")),
+                        format!(
+                            "rx queue {}:{q} is polled by no worker (its packets would be lost)",
+                            p.name.get_ref()
+                        ),
+                    ));
+                }
+            }
+        }
+
+        let mut tx_queues = Vec::new();
+        for (pi, p) in self.ports.iter().enumerate() {
+            let n = match &p.tx_queues {
+                Some(t) => {
+                    if (*t.get_ref() as usize) < self.workers.len() {
+                        return Err(loc.error(
+                            t.span(),
+                            Some(format!("port[{pi}].tx_queues")),
+                            format!(
+                                "{} tx queue(s) for {} workers: each worker needs its own",
+                                t.get_ref(),
+                                self.workers.len()
+                            ),
+                        ));
+                    }
+                    *t.get_ref()
+                }
+                None => self.workers.len() as u16,
+            };
+            tx_queues.push(n);
+        }
+
+        // Pipeline: known stages, each once, each with its section; no
+        // orphan sections.
+        let stages = self.pipeline.get_ref();
+        if stages.is_empty() {
+            return Err(loc.error(
+                self.pipeline.span(),
+                Some("pipeline".into()),
+                "the pipeline is empty: list stages, e.g. pipeline = [\"forward\"]".into(),
+            ));
+        }
+        let mut seen = HashSet::new();
+        for s in stages {
+            if !seen.insert(*s.get_ref()) {
+                return Err(loc.error(
+                    s.span(),
+                    Some("pipeline".into()),
+                    format!("stage `{}` is listed twice", s.get_ref().name()),
+                ));
+            }
+            let has_section = match s.get_ref() {
+                StageKind::Forward => self.forward.is_some(),
+                StageKind::Acl => self.acl.is_some(),
+                StageKind::Route => self.route.is_some(),
+            };
+            if !has_section {
+                return Err(loc.error(
+                    s.span(),
+                    Some("pipeline".into()),
+                    format!("stage `{0}` needs a [{0}] section", s.get_ref().name()),
+                ));
+            }
+        }
+        let mut forward_out = vec![None; self.ports.len()];
+        if let Some(fwd) = &self.forward {
+            if !seen.contains(&StageKind::Forward) {
+                return Err(loc.error(
+                    fwd.span(),
+                    Some("forward".into()),
+                    "[forward] is configured but `forward` is not in the pipeline".into(),
+                ));
+            }
+            for (k, pair) in fwd.get_ref().pairs.iter().enumerate() {
+                let field = Some(format!("forward.pairs[{k}]"));
+                if pair.get_ref().len() != 2 {
+                    return Err(loc.error(
+                        pair.span(),
+                        field,
+                        "a pair names exactly two ports".into(),
+                    ));
+                }
+                let mut idx = [0usize; 2];
+                for (j, name) in pair.get_ref().iter().enumerate() {
+                    idx[j] = *port_index.get(name.get_ref()).ok_or_else(|| {
+                        loc.error(
+                            name.span(),
+                            field.clone(),
+                            format!(
+                                "unknown port `{}` (ports: {})",
+                                name.get_ref(),
+                                self.port_names()
+                            ),
+                        )
+                    })?;
+                    if forward_out[idx[j]].is_some() {
+                        return Err(loc.error(
+                            name.span(),
+                            field.clone(),
+                            format!("port `{}` is in two pairs", name.get_ref()),
+                        ));
+                    }
+                }
+                if idx[0] == idx[1] {
+                    // A port paired with itself is a hairpin: allowed.
+                    forward_out[idx[0]] = Some(idx[0]);
+                } else {
+                    forward_out[idx[0]] = Some(idx[1]);
+                    forward_out[idx[1]] = Some(idx[0]);
+                }
+            }
+        }
+
+        for (name, present, kind) in [
+            ("acl", self.acl.as_ref().map(|a| a.span()), StageKind::Acl),
+            (
+                "route",
+                self.route.as_ref().map(|r| r.span()),
+                StageKind::Route,
+            ),
+        ] {
+            if let Some(span) = present {
+                if !seen.contains(&kind) {
+                    return Err(loc.error(
+                        span,
+                        Some(name.into()),
+                        format!("[{name}] is configured but `{name}` is not in the pipeline"),
+                    ));
+                }
+            }
+        }
+        if seen.contains(&StageKind::Forward) && seen.len() > 1 {
+            return Err(loc.error(
+                self.pipeline.span(),
+                Some("pipeline".into()),
+                "`forward` cross-connects ports and cannot be combined with other stages".into(),
+            ));
+        }
+        if let Some(acl_pos) = stages.iter().position(|s| *s.get_ref() == StageKind::Acl) {
+            let route_pos = stages.iter().position(|s| *s.get_ref() == StageKind::Route);
+            if route_pos.is_none_or(|r| r < acl_pos) {
+                return Err(loc.error(
+                    stages[acl_pos].span(),
+                    Some("pipeline".into()),
+                    "`acl` filters and needs a later stage that forwards: use pipeline = [\"acl\", \"route\"]".into(),
+                ));
+            }
+        }
+
+        Ok(Resolved {
+            port_index,
+            worker_rx,
+            tx_queues,
+            forward_out,
+            acl_rules: Vec::new(),
+            acl_default: None,
+            acl_flow_cache: 0,
+            routes: Vec::new(),
+            neighbors: Vec::new(),
+        })
+    }
+
+    pub(super) fn resolve_acl(&self, loc: &Locator, res: &mut Resolved) -> Result<(), ConfigError> {
+        use crate::tables::{AclAction, AclRule, Prefix};
+        let Some(acl) = &self.acl else { return Ok(()) };
+        let acl = acl.get_ref();
+        let action = |a: Action| match a {
+            Action::Allow => AclAction::Allow,
+            Action::Deny => AclAction::Deny,
+        };
+        let prefix = |c: &IpCidr| match c {
+            IpCidr::V4(c) => Prefix::v4(c.addr, c.len).expect("length checked"),
+            IpCidr::V6(c) => Prefix::v6(c.addr, c.len).expect("length checked"),
+        };
+        for (i, r) in acl.rule.iter().enumerate() {
+            let field = |f: &str| Some(format!("acl.rule[{i}].{f}"));
+            if let (Some(s), Some(d)) = (&r.src, &r.dst) {
+                if matches!(s.get_ref(), IpCidr::V4(_)) != matches!(d.get_ref(), IpCidr::V4(_)) {
+                    return Err(loc.error(
+                        d.span(),
+                        field("dst"),
+                        "src and dst must be the same address family".into(),
+                    ));
+                }
+            }
+            if let Some(v) = &r.vlan {
+                if *v.get_ref() > 4095 {
+                    return Err(loc.error(
+                        v.span(),
+                        field("vlan"),
+                        format!("VLAN id {} is not in 0..=4095", v.get_ref()),
+                    ));
+                }
+            }
+            let range = |p: &Option<Spanned<PortRange>>| {
+                p.as_ref()
+                    .map_or((0, u16::MAX), |p| (p.get_ref().0, p.get_ref().1))
+            };
+            res.acl_rules.push(AclRule {
+                src: r.src.as_ref().map(|c| prefix(c.get_ref())),
+                dst: r.dst.as_ref().map(|c| prefix(c.get_ref())),
+                proto: r.proto.map(|p| p.0),
+                sport: range(&r.sport),
+                dport: range(&r.dport),
+                vlan: r.vlan.as_ref().map(|v| *v.get_ref()),
+                action: action(r.action),
+            });
+        }
+        let cache = &acl.flow_cache;
+        if *cache.get_ref() > AclConfig::MAX_FLOW_CACHE {
+            return Err(loc.error(
+                cache.span(),
+                Some("acl.flow_cache".into()),
+                format!(
+                    "{} entries is more than the {} allowed",
+                    cache.get_ref(),
+                    AclConfig::MAX_FLOW_CACHE
+                ),
+            ));
+        }
+        res.acl_flow_cache = *cache.get_ref();
+        res.acl_default = Some(action(acl.default));
+        Ok(())
+    }
+
+    /// The port whose subnet holds `ip`, or the named one (checked to hold it).
+    pub(super) fn nexthop_port(
+        &self,
+        loc: &Locator,
+        res: &Resolved,
+        ip: std::net::IpAddr,
+        port: Option<&Spanned<String>>,
+        span: Range<usize>,
+        field: &str,
+    ) -> Result<u16, ConfigError> {
+        let on_link = |p: &PortSection| match ip {
+            std::net::IpAddr::V4(a) => p.ipv4.iter().any(|c| c.get_ref().contains(a)),
+            std::net::IpAddr::V6(a) => {
+                p.ipv6.iter().any(|c| c.get_ref().contains(a)) || a.segments()[0] & 0xffc0 == 0xfe80
+            }
+        };
+        if let Some(pn) = port {
+            let Some(&pi) = res.port_index.get(pn.get_ref()) else {
+                return Err(loc.error(
+                    pn.span(),
+                    Some(field.into()),
+                    format!(
+                        "unknown port `{}` (ports: {})",
+                        pn.get_ref(),
+                        self.port_names()
+                    ),
+                ));
+            };
+            if !on_link(&self.ports[pi]) {
+                return Err(loc.error(
+                    span,
+                    Some(field.into()),
+                    format!("{ip} is not on a subnet of port `{}`", pn.get_ref()),
+                ));
+            }
+            return Ok(pi as u16);
+        }
+        match self.ports.iter().position(on_link) {
+            Some(pi) => Ok(pi as u16),
+            None => Err(loc.error(
+                span,
+                Some(field.into()),
+                format!("{ip} is on no port's subnet: add the subnet to a port's ipv4/ipv6 or name the port"),
+            )),
+        }
+    }
+
+    pub(super) fn resolve_routes(
+        &self,
+        loc: &Locator,
+        res: &mut Resolved,
+    ) -> Result<(), ConfigError> {
+        use crate::tables::routing::{RouteSpec, RouteTarget};
+        use crate::tables::Prefix;
+        let Some(route) = &self.route else {
+            return Ok(());
+        };
+        let route = route.get_ref();
+        let to_prefix = |c: &IpCidr| match c {
+            IpCidr::V4(c) => Prefix::v4(c.addr, c.len).expect("length checked"),
+            IpCidr::V6(c) => Prefix::v6(c.addr, c.len).expect("length checked"),
+        };
+        for (i, r) in route.statics.iter().enumerate() {
+            let field = format!("route.static[{i}]");
+            let prefix = to_prefix(r.prefix.get_ref());
+            let target = match (&r.via, &r.port) {
+                (Some(via), port) => {
+                    let mut hops = Vec::new();
+                    for ip in &via.get_ref().0 {
+                        if ip.is_ipv6() != prefix.is_ipv6() {
+                            return Err(loc.error(
+                                via.span(),
+                                Some(format!("{field}.via")),
+                                format!("next hop {ip} is not of the prefix's address family"),
+                            ));
+                        }
+                        let p = self.nexthop_port(
+                            loc,
+                            res,
+                            *ip,
+                            port.as_ref(),
+                            via.span(),
+                            &format!("{field}.via"),
+                        )?;
+                        hops.push((*ip, p));
+                    }
+                    RouteTarget::Via(hops)
+                }
+                (None, Some(pn)) => {
+                    let Some(&pi) = res.port_index.get(pn.get_ref()) else {
+                        return Err(loc.error(
+                            pn.span(),
+                            Some(format!("{field}.port")),
+                            format!(
+                                "unknown port `{}` (ports: {})",
+                                pn.get_ref(),
+                                self.port_names()
+                            ),
+                        ));
+                    };
+                    RouteTarget::Port(pi as u16)
+                }
+                (None, None) => {
+                    return Err(loc.error(
+                        r.prefix.span(),
+                        Some(field),
+                        "a route needs `via` (next hops) or `port` (directly connected)".into(),
+                    ));
+                }
+            };
+            res.routes.push(RouteSpec { prefix, target });
+        }
+        if let Some(file) = &route.routes_file {
+            let path = loc.dir.join(file.get_ref());
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                loc.error(
+                    file.span(),
+                    Some("route.routes_file".into()),
+                    format!("{}: {e}", path.display()),
+                )
+            })?;
+            self.parse_routes_file(&text, &path, res)?;
+        }
+        for (i, n) in route.neighbor.iter().enumerate() {
+            let field = format!("route.neighbor[{i}].ip");
+            let ip: std::net::IpAddr = n.ip.get_ref().parse().map_err(|_| {
+                loc.error(
+                    n.ip.span(),
+                    Some(field.clone()),
+                    format!("invalid IP address `{}`", n.ip.get_ref()),
+                )
+            })?;
+            let p = self.nexthop_port(loc, res, ip, n.port.as_ref(), n.ip.span(), &field)?;
+            res.neighbors.push((p, ip, n.mac.0));
+        }
+        Ok(())
+    }
+}

@@ -13,8 +13,7 @@ use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
 use crate::pipeline::{Pipeline, Stage};
 use crate::stats::{
-    self, AclCacheReport, FinalReport, MempoolReport, PortReport, ReloadReport, WorkerReport,
-    WorkerStats,
+    self, AclCacheReport, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats,
 };
 use crate::tables::neighbor::NeighborTable;
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
@@ -573,6 +572,7 @@ pub fn run(
         neighbors,
         worker_stats.clone(),
     );
+    register_telemetry(&reloader, &worker_stats);
     let control = match eal.runtime_dir() {
         Some(dir) => match ControlSocket::bind(Path::new(&dir)) {
             Ok(s) => {
@@ -668,7 +668,7 @@ pub fn run(
                 "stats rx={rx} tx={tx} dropped={dropped} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} drops={:?}",
                 busy.join(","),
                 reloader.generation(),
-                reloader.reloads,
+                reloader.counters.reloads.get(),
                 drops
             );
         }
@@ -699,11 +699,7 @@ pub fn run(
         acl_hits: current.acl.as_ref().map_or(Vec::new(), AclSnapshot::hits),
         acl_flow_cache: acl_cache_report(&current),
         tables: table_report(&current),
-        reloads: ReloadReport {
-            generation: current.generation,
-            reloads: reloader.reloads,
-            refusals: reloader.refusals,
-        },
+        reloads: reloader.counters.report(),
         cycles_per_packet: if cfg.daemon.profile_stages {
             cycles_per_packet(&stage_names, &snaps, rx)
         } else {
@@ -733,6 +729,41 @@ pub fn run(
     drop(pool);
     drop(eal);
     Ok(report)
+}
+
+/// The daemon's telemetry endpoints (`dpdk-telemetry.py -f <prefix>`):
+/// `/dataplane/stats` (rx, tx, drops by reason summed over workers) and
+/// `/dataplane/reloads`. They hold counters only, never the tables.
+fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
+    let counters = Arc::clone(&reloader.counters);
+    let reloads = crate::dpdk::telemetry::register(
+        "/dataplane/reloads",
+        "Table reloads: generation in force, accepted, refused",
+        move || {
+            let r = counters.report();
+            vec![
+                ("generation", r.generation),
+                ("reloads", r.reloads),
+                ("refusals", r.refusals),
+            ]
+        },
+    );
+    let ws = workers.to_vec();
+    let stats = crate::dpdk::telemetry::register(
+        "/dataplane/stats",
+        "Packets received and sent, drops by reason, summed over workers",
+        move || {
+            let sum = |f: &dyn Fn(&WorkerStats) -> u64| ws.iter().map(|w| f(w)).sum::<u64>();
+            let mut v = vec![("rx", sum(&|w| w.rx.get())), ("tx", sum(&|w| w.tx.get()))];
+            for r in crate::pipeline::DropReason::ALL {
+                v.push((r.name(), sum(&|w| w.drops[r as usize].get())));
+            }
+            v
+        },
+    );
+    if let Err(e) = reloads.and(stats) {
+        tracing::warn!("telemetry endpoints unavailable: {e}");
+    }
 }
 
 /// A port's counters as the reports give them.
@@ -771,11 +802,7 @@ fn live_stats(
         "dropped": drops.values().sum::<u64>(),
         "drops": drops,
         "events": stats::event_totals(&snaps),
-        "reloads": ReloadReport {
-            generation: reloader.generation(),
-            reloads: reloader.reloads,
-            refusals: reloader.refusals,
-        },
+        "reloads": reloader.counters.report(),
         "ports": cfg.ports.iter().zip(ports).map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
         "workers": snaps,
     })

@@ -51,24 +51,34 @@ pairs = [["p0", "p1"]]
     daemon.wait_running().unwrap();
 
     // Telemetry: the standard client, non-interactively.
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "echo /ethdev/stats,0 | dpdk-telemetry.py -f {prefix}"
-        ))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let json_start = text
-        .find("{\"/ethdev/stats\"")
-        .unwrap_or_else(|| panic!("no stats in:\n{text}"));
-    let v: serde_json::Value = serde_json::Deserializer::from_str(&text[json_start..])
-        .into_iter()
-        .next()
-        .unwrap()
-        .unwrap();
-    let ipackets = v["/ethdev/stats"]["ipackets"].as_u64().unwrap();
-    assert!(ipackets > 0, "telemetry shows no traffic: {v}");
+    let ask = |cmd: &str| -> serde_json::Value {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("echo {cmd} | dpdk-telemetry.py -f {prefix}"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let key = cmd.split(',').next().unwrap();
+        let json_start = text
+            .find(&format!("{{\"{key}\""))
+            .unwrap_or_else(|| panic!("no {cmd} in:\n{text}"));
+        let v: serde_json::Value = serde_json::Deserializer::from_str(&text[json_start..])
+            .into_iter()
+            .next()
+            .unwrap()
+            .unwrap();
+        v[key].clone()
+    };
+    let ipackets = ask("/ethdev/stats,0")["ipackets"].as_u64().unwrap();
+    assert!(ipackets > 0, "telemetry shows no traffic");
+    // The daemon's own endpoints: its counters, and the reloads (none yet).
+    let own = ask("/dataplane/stats");
+    assert!(own["rx"].as_u64().unwrap() > 0, "{own}");
+    assert!(own["tx"].as_u64().unwrap() > 0, "{own}");
+    assert_eq!(own["no_output"], 0, "{own}");
+    let reloads = ask("/dataplane/reloads");
+    assert_eq!(reloads["generation"], 0, "{reloads}");
+    assert_eq!(reloads["refusals"], 0, "{reloads}");
 
     // Capture 50 packets from port 0 with dumpcap.
     // -P: classic pcap (the pcap-file crate's pcapng reader rejects some of

@@ -8,7 +8,7 @@
 use super::socket::Answer;
 use crate::config::{Config, Resolved};
 use crate::daemon::{acl_inputs_equal, build_table_set, route_inputs_equal, PortFacts, Reuse};
-use crate::stats::WorkerStats;
+use crate::stats::{Counter, ReloadReport, WorkerStats};
 use crate::tables::neighbor::NeighborTable;
 use crate::tables::set::{Published, TableSet};
 use std::collections::HashSet;
@@ -184,8 +184,29 @@ pub struct Reloader<'a> {
     /// Retired sets a worker never acknowledged: freed when the reloader
     /// drops, after the workers stopped.
     unacknowledged: Vec<Arc<TableSet>>,
-    pub reloads: u64,
-    pub refusals: u64,
+    pub counters: Arc<ReloadCounters>,
+}
+
+/// Reload outcomes, written by the control thread and read by the stats
+/// line, the report and telemetry (`/dataplane/reloads`).
+#[derive(Debug, Default)]
+pub struct ReloadCounters {
+    /// The table generation in force.
+    pub generation: Counter,
+    /// Reloads accepted (one that changed nothing included).
+    pub reloads: Counter,
+    /// Reloads refused; the running tables stayed.
+    pub refusals: Counter,
+}
+
+impl ReloadCounters {
+    pub fn report(&self) -> ReloadReport {
+        ReloadReport {
+            generation: self.generation.get(),
+            reloads: self.reloads.get(),
+            refusals: self.refusals.get(),
+        }
+    }
 }
 
 /// Longest wait for every worker to acknowledge a new set before the reload
@@ -217,8 +238,7 @@ impl<'a> Reloader<'a> {
             neighbors,
             workers,
             unacknowledged: Vec::new(),
-            reloads: 0,
-            refusals: 0,
+            counters: Arc::default(),
         }
     }
 
@@ -240,11 +260,12 @@ impl<'a> Reloader<'a> {
         let t0 = Instant::now();
         let answer = match self.try_reload(path, t0) {
             Ok(a) => {
-                self.reloads += 1;
+                self.counters.reloads.add(1);
+                self.counters.generation.set(a.generation);
                 a
             }
             Err(message) => {
-                self.refusals += 1;
+                self.counters.refusals.add(1);
                 tracing::warn!(generation = self.generation(), "reload refused: {message}");
                 Answer {
                     ok: false,

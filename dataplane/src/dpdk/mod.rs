@@ -15,6 +15,7 @@ pub mod mbuf;
 pub mod mempool;
 pub mod port;
 pub mod ring;
+pub mod telemetry;
 
 pub use eal::{Eal, LcoreId};
 pub use error::DpdkError;

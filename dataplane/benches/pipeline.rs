@@ -158,7 +158,7 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, fused: bool, tsc_g
     let (cfg, res) = Config::parse(&toml, name).unwrap();
     let tables = build_tables(&cfg, &res, &PORT_MACS, &[]).unwrap();
     let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &PORT_MACS, &PORT_MACS);
-    pipeline.set_profile(true);
+    pipeline.set_profile(Some(rdtsc));
     pipeline.set_fused(fused);
     let names = pipeline.stage_names();
     let input = frames(&dsts, &mut rng);

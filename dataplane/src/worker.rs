@@ -168,7 +168,7 @@ impl Worker {
             profile,
             dispatch_slot,
         } = self;
-        pipeline.set_profile(profile);
+        pipeline.set_profile(profile.then_some(rdtsc as fn() -> u64));
         let mut out = TxBuffers {
             bufs: tx.iter().map(|_| Burst::new()).collect(),
             queues: tx,

@@ -32,8 +32,9 @@
 //! byte 40 for IPv6. `FlowKey` is 40 bytes (asserted below), and keys are
 //! passed as `&FlowKey`, so every read stays inside a live key.
 use super::error::{self, DpdkError};
-use super::lpm::{mask6, unique_name};
+use super::lpm::unique_name;
 use crate::pipeline::meta::FlowKey;
+use crate::tables::prefix::mask6;
 use dpdk_sys::{rte_acl_field, rte_acl_field_def, rte_acl_field_types, rte_acl_rule_data};
 use std::ptr::NonNull;
 

@@ -3,6 +3,7 @@
 //! bindgen struct fields directly so they inline; only alloc/free and
 //! length changes go through the C shim.
 use crate::burst::Burst;
+use crate::pipeline::PacketBuf;
 use std::ptr::NonNull;
 
 #[repr(transparent)]
@@ -226,6 +227,30 @@ impl Mbuf {
     #[inline(always)]
     pub fn prefetch_data(&self) {
         super::prefetch(self.data_ptr());
+    }
+}
+
+/// The pipeline runs over mbufs in the daemon.
+impl PacketBuf for Mbuf {
+    #[inline(always)]
+    fn data(&self) -> &[u8] {
+        Mbuf::data(self)
+    }
+    #[inline(always)]
+    fn data_mut(&mut self) -> &mut [u8] {
+        Mbuf::data_mut(self)
+    }
+    #[inline]
+    fn resize(&mut self, len: usize) -> bool {
+        Mbuf::resize(self, len)
+    }
+    #[inline(always)]
+    fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
+        Mbuf::request_ipv4_checksum(self, l2_len, l3_len)
+    }
+    #[inline(always)]
+    fn prefetch(&self) {
+        self.prefetch_data()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The packet-buffer trait the pipeline runs over, and its two carriers:
-//! DPDK mbufs in the daemon, plain byte vectors in tests and the fuzzer.
-use crate::dpdk::Mbuf;
+//! DPDK mbufs in the daemon (the impl lives with `Mbuf`, in `dpdk::mbuf`),
+//! plain byte vectors in tests and the fuzzer.
 
 /// What a stage may do to a packet's bytes.
 pub trait PacketBuf {
@@ -17,29 +17,6 @@ pub trait PacketBuf {
     /// Hint that the packet will be read soon.
     #[inline(always)]
     fn prefetch(&self) {}
-}
-
-impl PacketBuf for Mbuf {
-    #[inline(always)]
-    fn data(&self) -> &[u8] {
-        Mbuf::data(self)
-    }
-    #[inline(always)]
-    fn data_mut(&mut self) -> &mut [u8] {
-        Mbuf::data_mut(self)
-    }
-    #[inline]
-    fn resize(&mut self, len: usize) -> bool {
-        Mbuf::resize(self, len)
-    }
-    #[inline(always)]
-    fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
-        Mbuf::request_ipv4_checksum(self, l2_len, l3_len)
-    }
-    #[inline(always)]
-    fn prefetch(&self) {
-        self.prefetch_data()
-    }
 }
 
 /// A heap packet for tests and fuzzing; capacity-limited like an mbuf.

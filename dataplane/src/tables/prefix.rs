@@ -1,8 +1,30 @@
 //! An IP prefix (address and length) with its host bits cleared: what routes
-//! and ACL rules match on. The config module converts into it.
+//! and ACL rules match on. The config module converts into it. Also the
+//! prefix maths ([`mask4`], [`mask6`]) every table, DPDK-backed or not, masks
+//! with.
 use crate::dpdk::DpdkError;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// `ip` with the bits past `depth` cleared (`depth <= 32`).
+#[inline]
+pub fn mask4(ip: u32, depth: u8) -> u32 {
+    match depth {
+        0 => 0,
+        d => ip & (u32::MAX << (32 - u32::from(d.min(32)))),
+    }
+}
+
+/// `ip` with the bits past `depth` cleared (`depth <= 128`).
+#[inline]
+pub fn mask6(ip: [u8; 16], depth: u8) -> [u8; 16] {
+    let v = u128::from_be_bytes(ip);
+    let m = match depth {
+        0 => 0,
+        d => u128::MAX << (128 - u32::from(d.min(128))),
+    };
+    (v & m).to_be_bytes()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Prefix {
@@ -21,8 +43,8 @@ impl Prefix {
             )));
         }
         let addr = match addr {
-            IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(crate::dpdk::lpm::mask4(a.into(), len))),
-            IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(crate::dpdk::lpm::mask6(a.octets(), len))),
+            IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(mask4(a.into(), len))),
+            IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(mask6(a.octets(), len))),
         };
         Ok(Prefix { addr, len })
     }
@@ -65,9 +87,9 @@ impl Prefix {
         match self.addr {
             IpAddr::V4(a) => {
                 let v = u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]]);
-                crate::dpdk::lpm::mask4(v, self.len) == u32::from(a)
+                mask4(v, self.len) == u32::from(a)
             }
-            IpAddr::V6(a) => crate::dpdk::lpm::mask6(*addr, self.len) == a.octets(),
+            IpAddr::V6(a) => mask6(*addr, self.len) == a.octets(),
         }
     }
 }

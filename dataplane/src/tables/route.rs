@@ -13,7 +13,8 @@
 //! rte_lpm6 loads ~3× faster (100k routes: 0.2 s vs 0.6 s) but stores only
 //! 21-bit next hops, so rte_fib6 stays the default and `Lpm` is the option
 //! for large, churning IPv6 tables. Numbers: the `tables` bench.
-use crate::dpdk::lpm::{mask4, mask6, Fib4, Fib4Reader, Fib6, Lpm4, Lpm6, LpmConfig};
+use super::prefix::{mask4, mask6};
+use crate::dpdk::lpm::{Fib4, Fib4Reader, Fib6, Lpm4, Lpm6, LpmConfig};
 use crate::dpdk::DpdkError;
 
 /// The next-hop id of a lookup that matched no route.

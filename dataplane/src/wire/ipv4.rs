@@ -1,6 +1,7 @@
 //! IPv4 (RFC 791): the [`Ipv4Packet`] view, its header checksum, the
-//! forwarding fast path [`Ipv4Packet::decrement_ttl_update_checksum`], and
-//! [`Ipv4Repr`] for building replies.
+//! forwarding fast path's TTL decrement ([`decrement_ttl_v4`], the one
+//! helper the router and [`Ipv4Packet::decrement_ttl_update_checksum`] use),
+//! and [`Ipv4Repr`] for building replies.
 //!
 //! The buffer may be longer than the total length (Ethernet pads short
 //! frames to 60 bytes): [`Ipv4Packet::payload`] stops at the total length, so
@@ -362,11 +363,34 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         if ttl == 0 {
             return 0;
         }
-        let c = checksum::ttl_decrement_update(self.checksum());
-        self.set_ttl(ttl - 1);
-        self.set_checksum(c);
+        decrement_ttl_v4(self.buffer.as_mut());
         ttl - 1
     }
+}
+
+/// Takes one off an IPv4 header's TTL and patches its checksum. TTL is the
+/// high byte of the 16-bit word at offset 8, so the checksum gains 0x0100
+/// (RFC 1624 eqn. 3 with m' = m - 0x0100), end-around carry included; a
+/// result of 0xffff is written as 0x0000, as a full recomputation gives.
+/// The sum is taken on the checksum read little-endian, where the same
+/// change is + 1: a one's-complement sum does not depend on byte order
+/// (RFC 1071), and 0xffff reads the same both ways. That spares two byte
+/// swaps per packet.
+#[inline(always)]
+pub fn decrement_ttl_v4(ip: &mut [u8]) {
+    ip[8] -= 1;
+    let c = u32::from(u16::from_le_bytes([ip[10], ip[11]])) + 1;
+    let c = ((c & 0xffff) + (c >> 16)) as u16;
+    let c = if c == 0xffff { 0 } else { c };
+    ip[10..12].copy_from_slice(&c.to_le_bytes());
+}
+
+/// Takes one off an IPv4 header's TTL for a port that computes the header
+/// checksum itself (TX offload): the field is zeroed, as devices expect.
+#[inline(always)]
+pub fn decrement_ttl_v4_offloaded(ip: &mut [u8]) {
+    ip[8] -= 1;
+    ip[10..12].fill(0);
 }
 
 /// The parsed form of an IPv4 header, without options or fragmentation.
@@ -691,6 +715,79 @@ mod tests {
             Ipv4Packet::new_unchecked(&mut v[..]).fill_checksum();
             v
         })
+    }
+
+    fn full_checksum(h: &[u8]) -> u16 {
+        let mut s: u32 = 0;
+        for (k, w) in h.chunks(2).enumerate() {
+            if k != 5 {
+                s += u32::from(u16::from_be_bytes([w[0], w[1]]));
+            }
+        }
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        !(s as u16)
+    }
+
+    /// Every checksum value before the update (the word at offset 12 sweeps
+    /// them all), with TTLs whose change does and does not carry: the
+    /// incremental update equals the recomputed checksum, 0xffff/0x0000
+    /// edge included.
+    #[test]
+    fn ttl_decrement_every_checksum() {
+        for ttl in [2u8, 64, 255] {
+            for w in 0..=u16::MAX {
+                let mut h = [
+                    0x45, 0, 0, 84, 0, 0, 0x40, 0, ttl, 17, 0, 0, 0, 0, 10, 0, 0, 1, 0, 0,
+                ];
+                h[12..14].copy_from_slice(&w.to_be_bytes());
+                let c = full_checksum(&h);
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+                decrement_ttl_v4(&mut h);
+                assert_eq!(
+                    u16::from_be_bytes([h[10], h[11]]),
+                    full_checksum(&h),
+                    "word {w:#x} ttl {ttl}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        /// The incremental TTL update gives exactly the recomputed checksum.
+        #[test]
+        fn ttl_decrement_equals_recomputation(mut h in any::<[u8; 20]>(), ttl in 2u8..=255) {
+            h[0] = 0x45;
+            h[8] = ttl;
+            let c = full_checksum(&h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            decrement_ttl_v4(&mut h);
+            prop_assert_eq!(h[8], ttl - 1);
+            prop_assert_eq!(u16::from_be_bytes([h[10], h[11]]), full_checksum(&h));
+        }
+    }
+
+    /// [`decrement_ttl_v4`] gives what RFC 1624 eqn. 3 for the TTL/protocol
+    /// word gives, for every checksum.
+    #[test]
+    fn ttl_helper_equals_update_u16_for_every_checksum() {
+        for (ttl, proto) in [(1u8, 17u8), (64, 6), (255, 0)] {
+            for c in 0..=u16::MAX {
+                let mut h = [0u8; 20];
+                h[8] = ttl;
+                h[9] = proto;
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+                decrement_ttl_v4(&mut h);
+                let old = u16::from_be_bytes([ttl, proto]);
+                let new = u16::from_be_bytes([ttl - 1, proto]);
+                assert_eq!(
+                    u16::from_be_bytes([h[10], h[11]]),
+                    checksum::update_u16(c, old, new),
+                    "checksum {c:#x} ttl {ttl}"
+                );
+            }
+        }
     }
 
     proptest! {

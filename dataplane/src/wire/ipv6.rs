@@ -305,6 +305,14 @@ pub struct ExtWalk {
     pub is_non_first_fragment: bool,
 }
 
+/// Takes one off an IPv6 header's hop limit (byte 7; there is no header
+/// checksum to patch): the router's forwarding rewrite, beside
+/// [`super::ipv4::decrement_ttl_v4`].
+#[inline(always)]
+pub fn decrement_hop_limit(ip: &mut [u8]) {
+    ip[7] -= 1;
+}
+
 /// Walks the IPv6 extension headers starting with `next_header` over
 /// `payload` (the bytes after the fixed header) to the upper-layer header.
 ///

@@ -89,6 +89,7 @@ pub use lpm4::Lpm4;
 pub use lpm6::Lpm6;
 
 use super::error::DpdkError;
+use crate::tables::prefix::{mask4, mask6};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -158,26 +159,6 @@ pub(crate) fn unique_name(prefix: &str) -> CString {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     CString::new(format!("{prefix}_{n}")).expect("table name has no NUL")
-}
-
-/// `ip` with the bits past `depth` cleared (`depth <= 32`).
-#[inline]
-pub fn mask4(ip: u32, depth: u8) -> u32 {
-    match depth {
-        0 => 0,
-        d => ip & (u32::MAX << (32 - u32::from(d.min(32)))),
-    }
-}
-
-/// `ip` with the bits past `depth` cleared (`depth <= 128`).
-#[inline]
-pub fn mask6(ip: [u8; 16], depth: u8) -> [u8; 16] {
-    let v = u128::from_be_bytes(ip);
-    let m = match depth {
-        0 => 0,
-        d => u128::MAX << (128 - u32::from(d.min(128))),
-    };
-    (v & m).to_be_bytes()
 }
 
 fn check_depth(call: &str, depth: u8, max: u8) -> Result<(), DpdkError> {

@@ -22,13 +22,13 @@
 //! verdict ([`SendTx`]).
 //!
 //! Here: the stage and its passes. Beside it: `lookups` (the burst's
-//! lookup queue and bulk lookups), `martians` (RFC 1812 address checks),
-//! `ttl` (TTL decrement and checksum update).
+//! lookup queue and bulk lookups), `martians` (RFC 1812 address checks). The
+//! TTL/hop-limit rewrite is `wire`'s ([`decrement_ttl_v4`],
+//! [`crate::wire::ipv6::decrement_hop_limit`]), shared with the header views.
 mod lookups;
 mod martians;
-mod ttl;
 
-pub use ttl::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
+pub use crate::wire::ipv4::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
 
 use super::local::{self, IcmpLimiter};
 use super::parse::{FastV4, Parse};
@@ -37,6 +37,7 @@ use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
 use crate::tables::{raw_value, MISS};
+use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -510,7 +511,7 @@ fn forward<P: PacketBuf>(
         if 40 + u32::from(u16::from_be_bytes([ip[4], ip[5]])) > u32::from(nh.mtu) {
             return Verdict::Drop(DropReason::TooBig);
         }
-        ip[7] -= 1;
+        decrement_hop_limit(ip);
     } else {
         let Some(ip) = data.get_mut(l3..l3 + 20) else {
             return Verdict::Drop(DropReason::Truncated);

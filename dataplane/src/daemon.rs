@@ -609,7 +609,14 @@ pub fn run(
             let answer = match req.line.split_once(' ').unwrap_or((&req.line, "")) {
                 ("reload", path) => {
                     let path = (!path.trim().is_empty()).then(|| PathBuf::from(path.trim()));
-                    reloader.reload(path)
+                    let mut a = reloader.reload(path);
+                    // Port counters as of the acknowledgement: whatever a
+                    // port sends from here on was decided by the new set.
+                    a.data = Some(serde_json::json!({
+                        "ports": cfg.ports.iter().zip(&ports)
+                            .map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
+                    }));
+                    a
                 }
                 ("stats", "") => Answer {
                     ok: true,

@@ -158,7 +158,19 @@ pub fn build_tables(
             c6,
             sec.neighbor_capacity,
         )
-        .context("building the route tables")?;
+        .map_err(|e| {
+            if !e.is_table_allocation() {
+                return anyhow::Error::new(e).context("building the route tables");
+            }
+            let est = cfg.memory_estimate(res);
+            anyhow::anyhow!(
+                "not enough EAL memory: raise eal.memory_mb (route tables need about {} MB, \
+                 this config about {} MB in all; eal.memory_mb = {}) [{e}]",
+                est.route_tables_mb,
+                est.total_mb,
+                cfg.eal.memory_mb.get_ref()
+            )
+        })?;
         let st = routing.stats();
         tracing::info!(
             routes_v4 = st.routes_v4,

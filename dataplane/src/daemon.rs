@@ -18,7 +18,7 @@ use crate::stats::{
 use crate::tables::neighbor::NeighborTable;
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
 use crate::tables::set::{AclSnapshot, ParseNeeds, Published, TableSet};
-use crate::tables::{AclTable, RouteConfig};
+use crate::tables::AclTable;
 use crate::worker::Worker;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ pub fn hugepages_available() -> bool {
 /// lcore i+1 pinned to its core), memory, file prefix, devices, extras.
 pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool)> {
     let mut args = vec!["dataplane".to_owned()];
-    let mut lcores = vec![format!("0@{}", cfg.eal.control_core)];
+    let mut lcores = vec![format!("0@{}", cfg.eal.control_core.get_ref())];
     for (i, w) in cfg.workers.iter().enumerate() {
         lcores.push(format!("{}@{}", i + 1, w.core.get_ref()));
     }
@@ -87,7 +87,7 @@ pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool
         args.push("--no-huge".into());
     }
     args.push("-m".into());
-    args.push(cfg.eal.memory_mb.to_string());
+    args.push(cfg.eal.memory_mb.get_ref().to_string());
     args.push(format!("--file-prefix={}", cfg.eal.file_prefix));
     if cfg.eal.no_telemetry {
         args.push("--no-telemetry".into());
@@ -133,42 +133,6 @@ pub struct PortFacts {
 pub struct Reuse {
     pub routing: Option<Arc<Routing>>,
     pub acl: Option<AclSnapshot>,
-}
-
-/// Capacity settings for the route tables, raised to fit what the config holds.
-fn route_configs(
-    sec: &config::RouteSection,
-    res: &Resolved,
-    cfg: &Config,
-) -> (RouteConfig, RouteConfig) {
-    let backend = sec.backend;
-    let addrs: usize = cfg
-        .ports
-        .iter()
-        .map(|p| 2 * (p.ipv4.len() + p.ipv6.len()))
-        .sum();
-    let v4: Vec<_> = res.routes.iter().filter(|r| !r.prefix.is_ipv6()).collect();
-    let n6 = res.routes.len() - v4.len();
-    // Each /24 holding a longer prefix needs one second-level group.
-    let long: std::collections::HashSet<u32> = v4
-        .iter()
-        .filter(|r| r.prefix.prefix_len() > 24)
-        .filter_map(|r| match r.prefix.addr() {
-            std::net::IpAddr::V4(a) => Some(u32::from(a) >> 8),
-            _ => None,
-        })
-        .collect();
-    let cfg4 = RouteConfig {
-        backend,
-        max_routes: sec.max_routes.max((v4.len() + addrs + 16) as u32),
-        num_tbl8: sec.tbl8_groups.max(long.len() as u32 + addrs as u32 + 256),
-    };
-    let cfg6 = RouteConfig {
-        backend,
-        max_routes: sec.max_routes6.max((n6 + addrs + 16) as u32),
-        num_tbl8: sec.tbl8_groups.max(((n6 + addrs) * 4) as u32 + 256),
-    };
-    (cfg4, cfg6)
 }
 
 /// Builds the route and ACL tables the pipeline needs (EAL must be up),
@@ -311,11 +275,11 @@ fn build_routing(
                 .iter()
                 .map(|c| (c.get_ref().addr, c.get_ref().len))
                 .collect(),
-            mtu: p.mtu.unwrap_or(1500),
+            mtu: p.mtu.as_ref().map_or(1500, |m| *m.get_ref()),
             ipv4_checksum_offload: facts.checksum_offload.get(i).copied().unwrap_or(false),
         })
         .collect();
-    let (c4, c6) = route_configs(sec, res, cfg);
+    let (c4, c6) = config::route_configs(sec, res, cfg);
     let t0 = Instant::now();
     let routing = Routing::build(
         ports,
@@ -325,7 +289,20 @@ fn build_routing(
         c6,
         neighbors.clone(),
     )
-    .context("building the route tables")?;
+    .map_err(|e| {
+        if !e.is_table_allocation() {
+            return anyhow::Error::new(e).context("building the route tables");
+        }
+        let est = cfg.memory_estimate(res);
+        anyhow::anyhow!(
+            "not enough EAL memory: raise eal.memory_mb (route tables need about {} MB, \
+             this config about {} MB in all, and a reload needs room for a second set \
+             of route tables while it swaps; eal.memory_mb = {}) [{e}]",
+            est.route_tables_mb,
+            est.total_mb,
+            cfg.eal.memory_mb.get_ref()
+        )
+    })?;
     let st = routing.stats();
     tracing::info!(
         routes_v4 = st.routes_v4,
@@ -449,7 +426,7 @@ pub fn run(
 
     let n_mbufs = cfg.mempool_size(res);
     let pool = Arc::new(
-        Mempool::new_pktmbuf("dp_pool", n_mbufs, cfg.mempool.cache, cfg.mempool.data_room, 0)
+        Mempool::new_pktmbuf("dp_pool", n_mbufs, *cfg.mempool.cache.get_ref(), *cfg.mempool.data_room.get_ref(), 0)
             .with_context(|| format!("creating the mbuf pool ({n_mbufs} mbufs); raise eal.memory_mb or lower mempool.mbufs"))?,
     );
     tracing::info!(mbufs = n_mbufs, hugepages = huge, "mempool ready");
@@ -462,7 +439,7 @@ pub fn run(
             tx_queues: res.tx_queues[i],
             rx_desc: p.rx_desc,
             tx_desc: p.tx_desc,
-            mtu: p.mtu,
+            mtu: p.mtu.as_ref().map(|m| *m.get_ref()),
             promiscuous: p.promiscuous,
             mac: p.mac.map(|m| m.0),
             ipv4_checksum_offload: p.tx_checksum_offload,

@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod dpdk;
 pub mod gen;
 pub mod pipeline;
+pub mod preflight;
 pub mod stats;
 pub mod tables;
 pub mod wire;

@@ -29,8 +29,8 @@ enum Command {
         #[arg(short, long)]
         config: PathBuf,
         /// Stop after this many seconds.
-        #[arg(long)]
-        duration: Option<f64>,
+        #[arg(long, value_name = "SECONDS", value_parser = dataplane::preflight::parse_seconds)]
+        duration: Option<Duration>,
         /// Stop once no packet arrived for this many milliseconds (finite pcap input).
         #[arg(long, value_name = "MS")]
         stop_when_idle: Option<u64>,
@@ -149,6 +149,9 @@ fn real_main(cli: Cli) -> Result<i32> {
             eal,
         } => {
             let (cfg, resolved) = Config::load(&config)?;
+            if let Some(path) = &stats_json {
+                dataplane::preflight::check_writable(path).map_err(anyhow::Error::msg)?;
+            }
             let stop = Arc::new(AtomicBool::new(false));
             for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
                 signal_hook::flag::register(sig, stop.clone())
@@ -161,7 +164,7 @@ fn real_main(cli: Cli) -> Result<i32> {
                 .context("installing the SIGHUP handler")?;
             let opts = RunOptions {
                 eal_overrides: eal,
-                duration: duration.map(Duration::from_secs_f64),
+                duration,
                 stop_when_idle: stop_when_idle.map(Duration::from_millis),
                 config_path: Some(std::path::absolute(&config).unwrap_or(config.clone())),
                 reload,

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::Path;
 
 /// A config error with its location.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ConfigError {
     #[error("{file}:{line}:{column}: {field}: {message}")]
     Invalid {

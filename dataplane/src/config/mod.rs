@@ -12,15 +12,18 @@
 //! `validate` (cross-checks per section, building [`Resolved`]),
 //! `routes_file` (the routes file parser) and `location` (byte spans to
 //! file:line:column and a field path, and [`ConfigError`]).
+use crate::tables::RouteConfig;
 use std::collections::HashMap;
 use std::path::Path;
 
+mod host;
 mod location;
 mod routes_file;
 pub mod schema;
 mod validate;
 pub mod values;
 
+pub use host::Host;
 pub use location::ConfigError;
 use location::Locator;
 pub use schema::*;
@@ -54,26 +57,68 @@ pub struct Resolved {
     /// Routes (config `[[route.static]]` then `routes_file`), static neighbours.
     pub routes: Vec<crate::tables::routing::RouteSpec>,
     pub neighbors: Vec<(u16, std::net::IpAddr, [u8; 6])>,
+    /// What is allowed but likely wrong, located like errors (`load` logs
+    /// them; `check` and `run` print them as warnings).
+    pub warnings: Vec<ConfigError>,
+}
+
+/// EAL memory a config needs, estimated from its sizes (MiB, rounded up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    /// rte_fib/rte_lpm tables of both families.
+    pub route_tables_mb: u64,
+    /// The mbuf pool.
+    pub mempool_mb: u64,
+    /// Everything: the above plus [`MemoryEstimate::OTHER_MB`].
+    pub total_mb: u64,
+}
+
+impl MemoryEstimate {
+    /// EAL's own memzones, the neighbour cache, ACL tries and allocator
+    /// overhead. Measured: `config/router-pcap.toml` (route tables 148 MB,
+    /// pool 37 MB) starts without hugepages at `memory_mb = 272`, not 256.
+    pub const OTHER_MB: u64 = 80;
 }
 
 impl Config {
-    /// Reads, parses and validates `path`.
+    /// Reads, parses and validates `path` against this machine
+    /// ([`Host::current`]), and logs the warnings.
     pub fn load(path: &Path) -> Result<(Config, Resolved), ConfigError> {
+        let (cfg, res) = Config::load_with(path, &Host::current())?;
+        for w in &res.warnings {
+            tracing::warn!("{w}");
+        }
+        Ok((cfg, res))
+    }
+
+    /// As `load`, checked against `host`; warnings are left in `Resolved`.
+    pub fn load_with(path: &Path, host: &Host) -> Result<(Config, Resolved), ConfigError> {
         let src = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
             file: path.display().to_string(),
             message: e.to_string(),
         })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Config::parse_in(&src, &path.display().to_string(), &dir)
+        Config::parse_with(&src, &path.display().to_string(), &dir, host)
     }
 
-    /// Parses and validates `src`; `file` names it in errors.
+    /// Parses and validates `src`; `file` names it in errors. Host facts
+    /// (online CPUs) are not checked.
     pub fn parse(src: &str, file: &str) -> Result<(Config, Resolved), ConfigError> {
         Config::parse_in(src, file, Path::new("."))
     }
 
     /// As `parse`, with relative paths (routes_file) taken from `dir`.
     pub fn parse_in(src: &str, file: &str, dir: &Path) -> Result<(Config, Resolved), ConfigError> {
+        Config::parse_with(src, file, dir, &Host::unknown())
+    }
+
+    /// As `parse_in`, also checked against `host`.
+    pub fn parse_with(
+        src: &str,
+        file: &str,
+        dir: &Path,
+        host: &Host,
+    ) -> Result<(Config, Resolved), ConfigError> {
         let loc = Locator { src, file, dir };
         let mut cfg: Config = toml::from_str(src).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
@@ -83,13 +128,16 @@ impl Config {
         let mut resolved = cfg.validate(&loc)?;
         cfg.resolve_acl(&loc, &mut resolved)?;
         cfg.resolve_routes(&loc, &mut resolved)?;
+        cfg.check_cores(&loc, host, &mut resolved)?;
+        cfg.check_mempool(&loc)?;
+        cfg.check_memory(&loc, &mut resolved);
         Ok((cfg, resolved))
     }
 
     /// Total mbufs to create when `mempool.mbufs` is 0.
     pub fn mempool_size(&self, resolved: &Resolved) -> u32 {
-        if self.mempool.mbufs != 0 {
-            return self.mempool.mbufs;
+        if *self.mempool.mbufs.get_ref() != 0 {
+            return *self.mempool.mbufs.get_ref();
         }
         let mut n: u64 = 0;
         for (i, p) in self.ports.iter().enumerate() {
@@ -97,11 +145,32 @@ impl Config {
             n += u64::from(resolved.tx_queues[i]) * u64::from(p.tx_desc);
         }
         let workers = self.workers.len().max(1) as u64;
-        n += workers * (u64::from(self.mempool.cache) + 4 * 64 * self.ports.len() as u64);
+        n +=
+            workers * (u64::from(*self.mempool.cache.get_ref()) + 4 * 64 * self.ports.len() as u64);
         n += 8192; // pcap replay preload, control traffic, headroom
                    // Mempools are most memory-efficient at 2^k - 1.
         let n = n.next_power_of_two() - 1;
         n.min(u64::from(u32::MAX)) as u32
+    }
+
+    /// EAL memory this config needs (see [`MemoryEstimate`]).
+    pub fn memory_estimate(&self, res: &Resolved) -> MemoryEstimate {
+        const MB: u64 = 1 << 20;
+        let route_bytes = self.route.as_ref().map_or(0, |sec| {
+            let (c4, c6) = route_configs(sec.get_ref(), res, self);
+            c4.estimated_bytes(false) + c6.estimated_bytes(true)
+        });
+        // struct rte_mbuf (128 B) and the mempool's object header and
+        // private area (64 B) come on top of each data room.
+        let per_mbuf = u64::from(*self.mempool.data_room.get_ref()) + 192;
+        let pool_bytes = u64::from(self.mempool_size(res)) * per_mbuf;
+        let route_tables_mb = route_bytes.div_ceil(MB);
+        let mempool_mb = pool_bytes.div_ceil(MB);
+        MemoryEstimate {
+            route_tables_mb,
+            mempool_mb,
+            total_mb: route_tables_mb + mempool_mb + MemoryEstimate::OTHER_MB,
+        }
     }
 
     fn port_names(&self) -> String {
@@ -120,6 +189,42 @@ impl Config {
             .map(|s| *s.get_ref())
             .collect()
     }
+}
+
+/// Capacity settings for the route tables, raised to fit what the config holds.
+pub fn route_configs(
+    sec: &RouteSection,
+    res: &Resolved,
+    cfg: &Config,
+) -> (RouteConfig, RouteConfig) {
+    let backend = sec.backend;
+    let addrs: usize = cfg
+        .ports
+        .iter()
+        .map(|p| 2 * (p.ipv4.len() + p.ipv6.len()))
+        .sum();
+    let v4: Vec<_> = res.routes.iter().filter(|r| !r.prefix.is_ipv6()).collect();
+    let n6 = res.routes.len() - v4.len();
+    // Each /24 holding a longer prefix needs one second-level group.
+    let long: std::collections::HashSet<u32> = v4
+        .iter()
+        .filter(|r| r.prefix.prefix_len() > 24)
+        .filter_map(|r| match r.prefix.addr() {
+            std::net::IpAddr::V4(a) => Some(u32::from(a) >> 8),
+            _ => None,
+        })
+        .collect();
+    let cfg4 = RouteConfig {
+        backend,
+        max_routes: sec.max_routes.max((v4.len() + addrs + 16) as u32),
+        num_tbl8: sec.tbl8_groups.max(long.len() as u32 + addrs as u32 + 256),
+    };
+    let cfg6 = RouteConfig {
+        backend,
+        max_routes: sec.max_routes6.max((n6 + addrs + 16) as u32),
+        num_tbl8: sec.tbl8_groups.max(((n6 + addrs) * 4) as u32 + 256),
+    };
+    (cfg4, cfg6)
 }
 
 /// The device name EAL knows a port by: the vdev string up to its first comma.

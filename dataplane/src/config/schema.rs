@@ -73,11 +73,11 @@ pub struct EalConfig {
     pub args: Vec<String>,
     pub hugepages: Hugepages,
     /// Memory EAL reserves (`-m`), MiB.
-    pub memory_mb: u32,
+    pub memory_mb: Spanned<u32>,
     /// `--file-prefix`: separates concurrent DPDK processes.
     pub file_prefix: String,
     /// CPU of the main (control/stats) thread.
-    pub control_core: u32,
+    pub control_core: Spanned<u32>,
     /// Disable DPDK's telemetry socket (on by default).
     pub no_telemetry: bool,
 }
@@ -87,9 +87,9 @@ impl Default for EalConfig {
         EalConfig {
             args: Vec::new(),
             hugepages: Hugepages::Auto,
-            memory_mb: 512,
+            memory_mb: Spanned::new(0..0, 512),
             file_prefix: "dataplane".into(),
-            control_core: 0,
+            control_core: Spanned::new(0..0, 0),
             no_telemetry: false,
         }
     }
@@ -121,19 +121,19 @@ impl Default for DaemonConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct MempoolConfig {
     /// Mbufs in the pool; 0 sizes it from ports, queues and workers.
-    pub mbufs: u32,
+    pub mbufs: Spanned<u32>,
     /// Per-lcore cache size.
-    pub cache: u32,
+    pub cache: Spanned<u32>,
     /// Data room per mbuf, bytes (headroom included).
-    pub data_room: u16,
+    pub data_room: Spanned<u16>,
 }
 
 impl Default for MempoolConfig {
     fn default() -> Self {
         MempoolConfig {
-            mbufs: 0,
-            cache: 256,
-            data_room: 2048 + 128,
+            mbufs: Spanned::new(0..0, 0),
+            cache: Spanned::new(0..0, 256),
+            data_room: Spanned::new(0..0, 2048 + 128),
         }
     }
 }
@@ -153,7 +153,7 @@ pub struct PortSection {
     pub rx_desc: u16,
     #[serde(default = "default_desc")]
     pub tx_desc: u16,
-    pub mtu: Option<u16>,
+    pub mtu: Option<Spanned<u16>>,
     /// Overrides the device's MAC address.
     pub mac: Option<Mac>,
     /// The MAC of the station on the other end of the link, used as the

@@ -444,3 +444,174 @@ fn route_backend_deserializes_into_the_table_type() {
     assert_eq!((line, field.as_str()), (28, "route.backend"));
     assert!(msg.contains("unknown variant `trie`"), "{msg}");
 }
+
+/// Parses GOOD-derived `src` against a host whose online CPUs are `online`.
+fn parse_on(src: &str, online: &str) -> Result<(Config, Resolved), ConfigError> {
+    let host = Host::with_online_cpus(online).unwrap();
+    Config::parse_with(src, "test.toml", Path::new("."), &host)
+}
+
+fn invalid(e: ConfigError) -> (usize, String, String) {
+    match e {
+        ConfigError::Invalid {
+            line,
+            field,
+            message,
+            ..
+        } => (line, field, message),
+        e => panic!("unexpected error {e}"),
+    }
+}
+
+#[test]
+fn cores_must_be_online() {
+    assert!(parse_on(GOOD, "0-3").is_ok());
+    let (line, field, msg) = invalid(parse_on(GOOD, "0-1").unwrap_err());
+    assert_eq!((line, field.as_str()), (26, "worker[1].core"));
+    assert!(
+        msg.contains("CPU 2 does not exist or is offline (online CPUs: 0-1)"),
+        "{msg}"
+    );
+    let src = bad("memory_mb = 256", "memory_mb = 256\ncontrol_core = 5");
+    let (line, field, msg) = invalid(parse_on(&src, "0-3").unwrap_err());
+    assert_eq!((line, field.as_str()), (6, "eal.control_core"));
+    assert!(msg.contains("CPU 5 does not exist or is offline"), "{msg}");
+    // Without host facts (`parse`) nothing is checked.
+    assert!(Config::parse(&src, "test.toml").is_ok());
+}
+
+#[test]
+fn worker_on_the_control_core_is_a_warning() {
+    let (_, res) = parse_on(GOOD, "0-3").unwrap();
+    assert!(res.warnings.is_empty(), "{:?}", res.warnings);
+    let src = bad("memory_mb = 256", "memory_mb = 256\ncontrol_core = 1");
+    let (_, res) = parse_on(&src, "0-3").unwrap();
+    assert_eq!(res.warnings.len(), 1, "{:?}", res.warnings);
+    let w = res.warnings[0].to_string();
+    assert!(w.starts_with("test.toml:23:8: worker[0].core: "), "{w}");
+    assert!(w.contains("CPU 1 is also eal.control_core"), "{w}");
+}
+
+/// GOOD with `[mempool]` lines (they land on line 10 onwards).
+fn with_mempool(lines: &str) -> String {
+    bad(
+        "args = [\"--log-level=lib.eal:debug\"]\n",
+        &format!("args = [\"--log-level=lib.eal:debug\"]\n\n[mempool]\n{lines}\n"),
+    )
+}
+
+#[test]
+fn mempool_limits_name_the_one_hit() {
+    assert!(Config::parse(&with_mempool("mbufs = 384"), "t.toml").is_ok());
+    let (line, field, msg) = err(&with_mempool("mbufs = 300"));
+    assert_eq!((line, field.as_str()), (10, "mempool.mbufs"));
+    assert!(
+        msg.contains("300 mbufs is less than 1.5 × mempool.cache (256)")
+            && msg.contains("at least 384"),
+        "{msg}"
+    );
+    let (line, field, msg) = err(&with_mempool("cache = 600"));
+    assert_eq!((line, field.as_str()), (10, "mempool.cache"));
+    assert!(
+        msg.contains("cache 600 is above DPDK's per-lcore maximum of 512"),
+        "{msg}"
+    );
+    // mbufs = 0 sizes the pool itself: no minimum to check.
+    assert!(Config::parse(&with_mempool("mbufs = 0\ncache = 512"), "t.toml").is_ok());
+}
+
+#[test]
+fn data_room_must_hold_headroom_and_mtu() {
+    let (line, field, msg) = err(&with_mempool("data_room = 128"));
+    assert_eq!((line, field.as_str()), (10, "mempool.data_room"));
+    assert!(msg.contains("128-byte mbuf headroom"), "{msg}");
+    let (line, field, msg) = err(&with_mempool("data_room = 1600"));
+    assert_eq!((line, field.as_str()), (10, "mempool.data_room"));
+    assert!(
+        msg.contains("port `p0` (MTU 1500, the default) needs mbufs with data_room ≥ 1650")
+            && msg.contains("is 1600"),
+        "{msg}"
+    );
+    assert!(Config::parse(&with_mempool("data_room = 1650"), "t.toml").is_ok());
+    let jumbo = bad(
+        "mac = \"02:00:00:00:00:aa\"",
+        "mac = \"02:00:00:00:00:aa\"\nmtu = 9000",
+    );
+    let (line, field, msg) = err(&jumbo);
+    assert_eq!((line, field.as_str()), (13, "port[0].mtu"));
+    assert!(
+        msg.contains("MTU 9000 needs mbufs with data_room ≥ 9150") && msg.contains("is 2176"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn device_must_be_a_vdev_or_pci_address() {
+    let (line, field, msg) = err(&bad("net_pcap0,rx_pcap=a.pcap", ",,,"));
+    assert_eq!((line, field.as_str()), (11, "port[0].device"));
+    assert!(
+        msg.contains("`,,,` is neither a virtual device") && msg.contains("PCI address"),
+        "{msg}"
+    );
+    let (line, field, msg) = err(&bad("net_pcap0,rx_pcap=a.pcap", "net_pcap0,rx_pcap"));
+    assert_eq!((line, field.as_str()), (11, "port[0].device"));
+    assert!(
+        msg.contains("argument `rx_pcap` is not `key=value`"),
+        "{msg}"
+    );
+    for ok in [
+        "net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap",
+        "net_af_packet12,iface=veth0",
+        "net_null0",
+        "eth_pcap0,iface=lo",
+        "0000:01:00.0",
+        "0000:af:1f.7,txq_inline=128",
+        "01:00.1",
+    ] {
+        assert_eq!(super::validate::check_device(ok), Ok(()), "{ok}");
+    }
+    for no in [
+        ",,,",
+        "net_pcap",
+        "net_0",
+        "pcap0",
+        "NET_PCAP0",
+        "0000:01:20.0",
+        "0000:01:00.8",
+        "1:00.0",
+        "000:01:00.0",
+        "0000:zz:00.0",
+        "net_pcap0,,rx_pcap=a",
+        "net_pcap0,=x",
+    ] {
+        assert!(super::validate::check_device(no).is_err(), "{no}");
+    }
+}
+
+#[test]
+fn too_little_eal_memory_for_the_route_tables_is_a_warning() {
+    let low = router_bad(
+        "pipeline = [\"acl\", \"route\"]\n",
+        "pipeline = [\"acl\", \"route\"]\n[eal]\nmemory_mb = 256\n",
+    );
+    let (cfg, res) = Config::parse(&low, "r.toml").unwrap();
+    let est = cfg.memory_estimate(&res);
+    // Two rte_fib tables of 64 MiB tbl24 each, plus tbl8 groups and RIB.
+    assert!((140..160).contains(&est.route_tables_mb), "{est:?}");
+    assert_eq!(res.warnings.len(), 1, "{:?}", res.warnings);
+    let w = res.warnings[0].to_string();
+    assert!(
+        w.starts_with("r.toml:3:13: eal.memory_mb: 256 MB is below"),
+        "{w}"
+    );
+    assert!(
+        w.contains(&format!("route tables ~{} MB", est.route_tables_mb)),
+        "{w}"
+    );
+    let enough = low.replace("memory_mb = 256", "memory_mb = 512");
+    assert!(Config::parse(&enough, "r.toml")
+        .unwrap()
+        .1
+        .warnings
+        .is_empty());
+}

@@ -50,6 +50,9 @@ impl Config {
                     "device must name a vdev or PCI address".into(),
                 ));
             }
+            if let Err(m) = check_device(p.device.get_ref()) {
+                return Err(loc.error(p.device.span(), Some(format!("port[{i}].device")), m));
+            }
             if *p.rx_queues.get_ref() == 0 {
                 return Err(loc.error(
                     p.rx_queues.span(),
@@ -294,6 +297,7 @@ impl Config {
             acl_flow_cache: 0,
             routes: Vec::new(),
             neighbors: Vec::new(),
+            warnings: Vec::new(),
         })
     }
 
@@ -497,4 +501,211 @@ impl Config {
         }
         Ok(())
     }
+
+    /// Worker and control cores against the online CPUs; a worker on the
+    /// control core is a warning.
+    pub(super) fn check_cores(
+        &self,
+        loc: &Locator,
+        host: &Host,
+        res: &mut Resolved,
+    ) -> Result<(), ConfigError> {
+        let offline = |cpu: u32| host.cpu_online(cpu) == Some(false);
+        let control = &self.eal.control_core;
+        if offline(*control.get_ref()) {
+            return Err(loc.error(
+                control.span(),
+                Some("eal.control_core".into()),
+                format!(
+                    "CPU {} does not exist or is offline (online CPUs: {})",
+                    control.get_ref(),
+                    host.online_list()
+                ),
+            ));
+        }
+        for (w, wk) in self.workers.iter().enumerate() {
+            let core = *wk.core.get_ref();
+            if offline(core) {
+                return Err(loc.error(
+                    wk.core.span(),
+                    Some(format!("worker[{w}].core")),
+                    format!(
+                        "CPU {core} does not exist or is offline (online CPUs: {})",
+                        host.online_list()
+                    ),
+                ));
+            }
+            if core == *control.get_ref() {
+                res.warnings.push(loc.error(
+                    wk.core.span(),
+                    Some(format!("worker[{w}].core")),
+                    format!(
+                        "CPU {core} is also eal.control_core: the control thread's stats and \
+                         signal handling take time from this worker's poll loop"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Pool size and cache against DPDK's limits, data room against the
+    /// headroom and every port's MTU.
+    pub(super) fn check_mempool(&self, loc: &Locator) -> Result<(), ConfigError> {
+        let mp = &self.mempool;
+        let (mbufs, cache, room) = (
+            *mp.mbufs.get_ref(),
+            *mp.cache.get_ref(),
+            *mp.data_room.get_ref(),
+        );
+        if cache > MEMPOOL_CACHE_MAX {
+            return Err(loc.error(
+                mp.cache.span(),
+                Some("mempool.cache".into()),
+                format!(
+                    "cache {cache} is above DPDK's per-lcore maximum of {MEMPOOL_CACHE_MAX} \
+                     (RTE_MEMPOOL_CACHE_MAX_SIZE)"
+                ),
+            ));
+        }
+        // rte_mempool_create refuses a pool smaller than its cache's flush
+        // threshold, 1.5 × cache (CALC_CACHE_FLUSHTHRESH).
+        if mbufs != 0 && u64::from(cache) * 3 / 2 > u64::from(mbufs) {
+            return Err(loc.error(
+                mp.mbufs.span(),
+                Some("mempool.mbufs".into()),
+                format!(
+                    "{mbufs} mbufs is less than 1.5 × mempool.cache ({cache}), which DPDK \
+                     requires: raise mbufs to at least {} or lower cache",
+                    u64::from(cache) * 3 / 2
+                ),
+            ));
+        }
+        if room <= PKTMBUF_HEADROOM {
+            return Err(loc.error(
+                mp.data_room.span(),
+                Some("mempool.data_room".into()),
+                format!(
+                    "data_room {room} leaves no room for packet data: it includes the \
+                     {PKTMBUF_HEADROOM}-byte mbuf headroom (RTE_PKTMBUF_HEADROOM) and must be \
+                     larger"
+                ),
+            ));
+        }
+        for (i, p) in self.ports.iter().enumerate() {
+            let mtu = p.mtu.as_ref().map_or(1500, |m| *m.get_ref());
+            let need = u32::from(mtu) + FRAME_OVERHEAD + u32::from(PKTMBUF_HEADROOM);
+            if u32::from(room) >= need {
+                continue;
+            }
+            let what = format!(
+                "needs mbufs with data_room ≥ {need} ({mtu} + 14 Ethernet + 8 two VLAN tags + \
+                 {PKTMBUF_HEADROOM} headroom) but mempool.data_room is {room}: larger frames \
+                 would be dropped; raise mempool.data_room or lower the MTU"
+            );
+            return Err(match &p.mtu {
+                Some(m) => loc.error(
+                    m.span(),
+                    Some(format!("port[{i}].mtu")),
+                    format!("MTU {mtu} {what}"),
+                ),
+                None => loc.error(
+                    mp.data_room.span(),
+                    Some("mempool.data_room".into()),
+                    format!(
+                        "port `{}` (MTU {mtu}, the default) {what}",
+                        p.name.get_ref()
+                    ),
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Warns when `eal.memory_mb` is below the estimate: with hugepages EAL
+    /// grows past `-m`, without them start-up fails.
+    pub(super) fn check_memory(&self, loc: &Locator, res: &mut Resolved) {
+        let est = self.memory_estimate(res);
+        let have = u64::from(*self.eal.memory_mb.get_ref());
+        if have < est.total_mb {
+            res.warnings.push(loc.error(
+                self.eal.memory_mb.span(),
+                Some("eal.memory_mb".into()),
+                format!(
+                    "{have} MB is below the ~{} MB this config needs (route tables ~{} MB, mbuf \
+                     pool ~{} MB, EAL and the rest ~{} MB): without hugepages start-up will \
+                     fail; raise eal.memory_mb to {}",
+                    est.total_mb,
+                    est.route_tables_mb,
+                    est.mempool_mb,
+                    MemoryEstimate::OTHER_MB,
+                    est.total_mb
+                ),
+            ));
+        }
+    }
+}
+
+/// RTE_MEMPOOL_CACHE_MAX_SIZE.
+const MEMPOOL_CACHE_MAX: u32 = 512;
+/// RTE_PKTMBUF_HEADROOM.
+const PKTMBUF_HEADROOM: u16 = 128;
+/// Bytes of a frame beyond its MTU: Ethernet header and two VLAN tags.
+const FRAME_OVERHEAD: u32 = 14 + 8;
+
+/// Refuses a device string EAL would misread: it must be a virtual device
+/// `net_<driver><N>` (or DPDK's older `eth_` alias) or a PCI address
+/// `DDDD:BB:DD.F` / `BB:DD.F`, optionally followed by `,key=value`
+/// arguments. (`device = ",,,"` went to EAL as `--allow=,,,`, and EAL then
+/// probed every PCI device of the host.)
+pub(super) fn check_device(device: &str) -> Result<(), String> {
+    let mut parts = device.trim().split(',');
+    let name = parts.next().unwrap_or("").trim();
+    let vdev = ["net_", "eth_"].iter().any(|p| {
+        name.strip_prefix(p).is_some_and(|rest| {
+            let driver = rest.trim_end_matches(|c: char| c.is_ascii_digit());
+            driver.len() < rest.len()
+                && driver.starts_with(|c: char| c.is_ascii_lowercase())
+                && driver
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+    });
+    if !vdev && !is_pci_address(name) {
+        return Err(format!(
+            "`{device}` is neither a virtual device (`net_<driver><N>[,key=value...]`, e.g. \
+             `net_pcap0,rx_pcap=in.pcap`) nor a PCI address (`DDDD:BB:DD.F` or `BB:DD.F`, hex)"
+        ));
+    }
+    for arg in parts {
+        let key = arg.split_once('=').map(|(k, _)| k.trim());
+        if !key.is_some_and(|k| {
+            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }) {
+            return Err(format!(
+                "`{device}`: argument `{arg}` is not `key=value` (arguments follow the device \
+                 name, comma-separated)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `DDDD:BB:DD.F` or `BB:DD.F`: hex domain, bus, device (≤ 0x1f), function (≤ 7).
+fn is_pci_address(s: &str) -> bool {
+    let hex = |p: &str, n: usize| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit());
+    let f: Vec<&str> = s.split(':').collect();
+    let (bus, rest) = match f.as_slice() {
+        [dom, bus, rest] if hex(dom, 4) => (*bus, *rest),
+        [bus, rest] => (*bus, *rest),
+        _ => return false,
+    };
+    let Some((dev, func)) = rest.split_once('.') else {
+        return false;
+    };
+    hex(bus, 2)
+        && hex(dev, 2)
+        && u8::from_str_radix(dev, 16).is_ok_and(|d| d <= 0x1f)
+        && func.len() == 1
+        && func.chars().all(|c| ('0'..='7').contains(&c))
 }

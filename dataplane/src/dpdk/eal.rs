@@ -32,6 +32,17 @@ impl Eal {
                 "EAL is already initialised in this process".into(),
             ));
         }
+        let file_prefix = file_prefix_of(args);
+        // A second primary on a held prefix fails inside rte_eal_init with
+        // rte_errno 0 ("Success"): say who holds it instead.
+        if let Some(pid) = prefix_holder(args, &file_prefix) {
+            INITIALISED.store(false, Ordering::SeqCst);
+            return Err(DpdkError::Invalid(format!(
+                "another process (pid {pid}) holds DPDK file prefix `{file_prefix}` ({}): stop \
+                 it or choose another eal.file_prefix",
+                runtime_config_path(&file_prefix).display()
+            )));
+        }
         let cargs: Vec<CString> = args
             .iter()
             .map(|a| CString::new(a.as_ref()))
@@ -53,12 +64,6 @@ impl Eal {
             INITIALISED.store(false, Ordering::SeqCst);
             return Err(error::last("rte_eal_init"));
         }
-        let file_prefix = args
-            .iter()
-            .map(AsRef::as_ref)
-            .find_map(|a| a.strip_prefix("--file-prefix="))
-            .unwrap_or("rte")
-            .to_owned();
         Ok(Eal { file_prefix })
     }
 
@@ -192,6 +197,71 @@ pub fn with_lcore_id<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// The `--file-prefix` EAL uses for `args`: the last one given, as
+/// `--file-prefix=P` or `--file-prefix P` (getopt takes both, and a later
+/// one overrides an earlier one), else DPDK's default `rte`.
+pub fn file_prefix_of<S: AsRef<str>>(args: &[S]) -> String {
+    let mut prefix = "rte";
+    let mut it = args.iter().map(AsRef::as_ref);
+    while let Some(a) = it.next() {
+        if let Some(p) = a.strip_prefix("--file-prefix=") {
+            prefix = p;
+        } else if a == "--file-prefix" {
+            if let Some(p) = it.next() {
+                prefix = p;
+            }
+        }
+    }
+    prefix.to_owned()
+}
+
+/// Where a primary process with `prefix` keeps its shared config (DPDK's
+/// `eal_runtime_config_path`): `/var/run/dpdk/<prefix>/config` for root,
+/// else under `$XDG_RUNTIME_DIR` (or `/tmp`).
+pub fn runtime_config_path(prefix: &str) -> std::path::PathBuf {
+    // SAFETY: getuid(2) has no preconditions and cannot fail.
+    let base = if unsafe { libc::getuid() } == 0 {
+        "/var/run".to_owned()
+    } else {
+        std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into())
+    };
+    std::path::Path::new(&base)
+        .join("dpdk")
+        .join(prefix)
+        .join("config")
+}
+
+/// The pid of another primary holding `prefix`, for args that would start
+/// a primary with a shared config (not `--proc-type`, `--no-shconf` or
+/// `--in-memory`, which share nothing or mean to join).
+fn prefix_holder<S: AsRef<str>>(args: &[S], prefix: &str) -> Option<i32> {
+    let shares = args
+        .iter()
+        .map(AsRef::as_ref)
+        .all(|a| !(a.starts_with("--proc-type") || a == "--no-shconf" || a == "--in-memory"));
+    shares
+        .then(|| config_lock_holder(&runtime_config_path(prefix)))
+        .flatten()
+}
+
+/// The process holding a write lock on `path`, if one does. A DPDK primary
+/// holds an fcntl (POSIX record) write lock on its runtime config for its
+/// whole life; flock(2) locks, which `File::try_lock` takes, do not see it.
+pub fn config_lock_holder(path: &std::path::Path) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).ok()?;
+    // SAFETY: flock is a plain C struct; all-zero is a valid value.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = 0;
+    lock.l_len = 0; // the whole file
+                    // SAFETY: f is an open descriptor for the call's duration and lock a
+                    // valid flock that F_GETLK fills in.
+    let rc = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETLK, &mut lock) };
+    (rc == 0 && lock.l_type != libc::F_UNLCK as libc::c_short).then_some(lock.l_pid)
+}
+
 /// Removes `<prefix>map_*` files from every hugetlbfs mount.
 fn remove_hugepage_files(prefix: &str) {
     let Ok(mounts) = std::fs::read_to_string("/proc/mounts") else {
@@ -210,5 +280,63 @@ fn remove_hugepage_files(prefix: &str) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_file_prefix_wins() {
+        assert_eq!(file_prefix_of(&["dp", "--no-pci"]), "rte");
+        assert_eq!(
+            file_prefix_of(&["dp", "--file-prefix=a", "-m", "64", "--file-prefix=b"]),
+            "b"
+        );
+        assert_eq!(
+            file_prefix_of(&["dp", "--file-prefix=a", "--file-prefix", "c"]),
+            "c"
+        );
+    }
+
+    /// DPDK's lock is an fcntl record lock (Python's `fcntl.lockf` takes
+    /// the same kind); an flock(2) lock on the same file is not one.
+    #[test]
+    fn sees_another_process_fcntl_lock_not_flock() {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let path = std::env::temp_dir().join(format!("dp-lock-{}", std::process::id()));
+        std::fs::write(&path, "x").unwrap();
+        assert_eq!(config_lock_holder(&path), None);
+        let hold = |code: &str| {
+            let mut c = Command::new("python3")
+                .args(["-c", code])
+                .arg(&path)
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("python3");
+            let mut line = String::new();
+            BufReader::new(c.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line.trim(), "locked");
+            c
+        };
+        let mut c = hold(
+            "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX); \
+             print('locked', flush=True); time.sleep(30)",
+        );
+        assert_eq!(config_lock_holder(&path), Some(c.id() as i32));
+        c.kill().unwrap();
+        c.wait().unwrap();
+        let mut c = hold(
+            "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.flock(f, fcntl.LOCK_EX); \
+             print('locked', flush=True); time.sleep(30)",
+        );
+        assert_eq!(config_lock_holder(&path), None);
+        c.kill().unwrap();
+        c.wait().unwrap();
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -50,6 +50,30 @@ impl RouteConfig {
     pub fn lpm_config(&self) -> LpmConfig {
         LpmConfig::new(self.max_routes, self.num_tbl8)
     }
+
+    /// Bytes of EAL memory the table takes once created, before it is built
+    /// (what `config` checks `eal.memory_mb` against): the formulas of
+    /// `memory_bytes` in [`crate::dpdk::lpm`] for `ipv6` or IPv4, from the
+    /// configuration alone. tbl24 is 2^24 4-byte entries (64 MiB) in all
+    /// four; a tbl8 group is 256 × 4 B; a RIB node 64 B; an rte_lpm6 rule
+    /// about 48 B.
+    pub fn estimated_bytes(&self, ipv6: bool) -> u64 {
+        const TBL24: u64 = (1 << 24) * 4;
+        const TBL8_GROUP: u64 = 256 * 4;
+        const RIB_NODE: u64 = 64;
+        let tbl8 = u64::from(self.num_tbl8);
+        let routes = u64::from(self.max_routes);
+        match (self.backend, ipv6) {
+            (RouteBackend::Fib, false) => {
+                TBL24 + (tbl8.div_ceil(64) * 64 + 1) * TBL8_GROUP + 2 * routes * RIB_NODE
+            }
+            (RouteBackend::Fib, true) => {
+                TBL24 + (tbl8 + 1) * TBL8_GROUP + tbl8 * 4 + 2 * routes * RIB_NODE
+            }
+            (RouteBackend::Lpm, false) => TBL24 + tbl8 * TBL8_GROUP + routes * (8 + 9),
+            (RouteBackend::Lpm, true) => TBL24 + tbl8 * (TBL8_GROUP + 16) + routes * 48,
+        }
+    }
 }
 
 impl Default for RouteConfig {

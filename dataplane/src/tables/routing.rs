@@ -196,6 +196,21 @@ pub enum RoutingError {
     Invalid(String),
 }
 
+impl RoutingError {
+    /// Whether creating one of the route tables failed. Their big arrays
+    /// come from EAL memory, and rte_fib6 reports running out of it as
+    /// EINVAL, so any failed create is taken as too little EAL memory.
+    pub fn is_table_allocation(&self) -> bool {
+        matches!(
+            self,
+            RoutingError::Dpdk(DpdkError::Call {
+                call: "rte_fib_create" | "rte_fib6_create" | "rte_lpm_create" | "rte_lpm6_create",
+                ..
+            })
+        )
+    }
+}
+
 /// Builds next hops and groups, deduplicated.
 #[derive(Default)]
 struct Builder {

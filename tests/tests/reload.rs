@@ -189,7 +189,7 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
             // A change only a restart applies is refused, naming the field.
             let mtu = config(dir.path(), &prefix, false).replace(
                 "ipv4 = [\"10.0.1.1/24\"]",
-                "ipv4 = [\"10.0.1.1/24\"]\nmtu = 9000",
+                "ipv4 = [\"10.0.1.1/24\"]\nmtu = 1400",
             );
             std::fs::write(&path, mtu).unwrap();
             let (ok, text) = client(&["reload", "--config", &cfg_path, "--file-prefix", &prefix]);

@@ -225,9 +225,10 @@ for port in rt["ports"]:
     print(f"  port {port['name']:<5} in {port['ipackets']:>8}  out {port['opackets']:>8}: {counts(sent)}")
 print("  drops by reason: " + counts(rt["drops"]))
 print("  events: " + counts(rt["events"]))
-hits = rt["acl_hits"]
+acl = rt["stages"]["acl"]
+hits = acl["rule_hits"]
 print("  ACL hits: " + ", ".join([f"rule {i}={h}" for i, h in enumerate(hits[:-1])] + [f"default={hits[-1]}"])
-      + f"; flow cache hits={rt['acl_flow_cache']['hits']} misses={rt['acl_flow_cache']['misses']}")
+      + f"; flow cache hits={acl['flow_cache']['hits']} misses={acl['flow_cache']['misses']}")
 t = rt["tables"]
 print(f"  tables: {t['routes_v4']} IPv4 + {t['routes_v6']} IPv6 routes, {t['nexthops']} next hops, "
       f"{t['ecmp_groups']} ECMP group, {t['neighbors']} neighbours")

@@ -1,8 +1,8 @@
 //! Pipeline microbenchmark: the daemon's stages on in-memory packets, no PMD.
 //!
 //! `cargo bench -p dataplane --bench pipeline` prints TSC cycles per packet
-//! per stage for three pipelines — forward, route (1,000 routes; fused
-//! parse+route pass, and `route_1k/2` without it) and acl (1,000 rules) +
+//! per stage for three pipelines — forward, route (1,000 routes; on the
+//! fast lane, and `route_1k/2` stage by stage) and acl (1,000 rules) +
 //! route — over 4,096 distinct 64-byte UDP frames replayed in
 //! bursts of 32 (each burst's bytes are first copied into its buffers, as a
 //! PMD would). It isolates the dataplane's own cost from the virtual
@@ -146,7 +146,7 @@ fn frames(dsts: &[[u8; 4]], rng: &mut SmallRng) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn run(name: &str, routes: usize, rules: usize, stages: &str, fused: bool, tsc_ghz: f64) {
+fn run(name: &str, routes: usize, rules: usize, stages: &str, lane: bool, tsc_ghz: f64) {
     // BENCH_ONLY=NAME[,NAME..] runs just those (e.g. one per callgrind run).
     if let Ok(only) = std::env::var("BENCH_ONLY") {
         if !only.split(',').any(|o| o == name) {
@@ -159,7 +159,7 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, fused: bool, tsc_g
     let tables = build_tables(&cfg, &res, &PORT_MACS, &[]).unwrap();
     let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &PORT_MACS, &PORT_MACS);
     pipeline.set_profile(Some(rdtsc));
-    pipeline.set_fused(fused);
+    pipeline.set_lane(lane);
     let names = pipeline.stage_names();
     let input = frames(&dsts, &mut rng);
     let counters = WorkerCounters::default();
@@ -257,7 +257,7 @@ fn main() {
     println!("TSC {ghz:.2} GHz; cycles per packet, bursts of 32, 4096 distinct frames");
     run("forward", 0, 0, "\"forward\"", true, ghz);
     run("route_1k", 1000, 0, "\"route\"", true, ghz);
-    // The same pipeline without the fused parse+route pass, for comparison.
+    // The same pipeline stage by stage (no lane), for comparison.
     run("route_1k/2", 1000, 0, "\"route\"", false, ghz);
     run("acl1k_route", 1000, 1000, "\"acl\", \"route\"", true, ghz);
     run(

@@ -8,13 +8,12 @@ use crate::control::socket::{Answer, ControlSocket};
 use crate::dpdk::port::PortConfig;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
 use crate::pipeline::acl::{AclCounters, AclStage};
+use crate::pipeline::count::CountStage;
 use crate::pipeline::forward::Forward;
 use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
-use crate::pipeline::{Pipeline, Stage};
-use crate::stats::{
-    self, AclCacheReport, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats,
-};
+use crate::pipeline::{sum_reports, Pipeline, Stage, StageCounters};
+use crate::stats::{self, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats};
 use crate::tables::neighbor::NeighborTable;
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
 use crate::tables::set::{AclSnapshot, ParseNeeds, Published, TableSet};
@@ -340,15 +339,12 @@ pub fn build_worker_pipeline(
 ) -> Pipeline {
     let mut stages = Vec::new();
     let kinds = cfg.stages();
-    if kinds
-        .iter()
-        .any(|k| matches!(k, StageKind::Acl | StageKind::Route))
-    {
+    if kinds.iter().any(StageKind::needs_headers) {
         let mut parse = Parse {
             verify_checksum: true,
             ..Parse::default()
         };
-        parse.rebind(tables.parse);
+        parse.set_needs(tables.parse);
         stages.push(Stage::Parse(parse));
     }
     for kind in kinds {
@@ -375,6 +371,7 @@ pub fn build_worker_pipeline(
                     tables.icmp_rate,
                 ))));
             }
+            StageKind::Count => stages.push(Stage::Count(CountStage::new(cfg.ports.len()))),
         }
     }
     Pipeline::new(stages)
@@ -482,6 +479,7 @@ pub fn run(
     let lcores = eal.worker_lcores();
     let mut worker_stats = Vec::new();
     let mut stage_names = Vec::new();
+    let mut stage_counters = Vec::new();
     let mut guard = WorkerGuard {
         eal: &eal,
         flag: worker_flag.clone(),
@@ -510,6 +508,7 @@ pub fn run(
         if w == 0 {
             stage_names = pipeline.stage_names();
         }
+        stage_counters.extend(pipeline.counters());
         let worker = Worker {
             rx,
             tx,
@@ -680,8 +679,7 @@ pub fn run(
         dropped: drops.values().sum(),
         drops,
         events: stats::event_totals(&snaps),
-        acl_hits: current.acl.as_ref().map_or(Vec::new(), AclSnapshot::hits),
-        acl_flow_cache: acl_cache_report(&current),
+        stages: stage_reports(&stage_counters, &current),
         tables: table_report(&current),
         reloads: reloader.counters.report(),
         cycles_per_packet: if cfg.daemon.profile_stages {
@@ -792,15 +790,28 @@ fn live_stats(
     })
 }
 
-fn acl_cache_report(t: &TableSet) -> AclCacheReport {
-    let Some(a) = &t.acl else {
-        return AclCacheReport::default();
-    };
-    AclCacheReport {
-        entries_per_worker: a.flow_cache,
-        hits: a.counters.iter().map(|c| c.cache_hits.get()).sum(),
-        misses: a.counters.iter().map(|c| c.cache_misses.get()).sum(),
+/// Every stage's counters, summed over workers: those the workers' stages
+/// keep, and those of the table set in force.
+fn stage_reports(
+    counters: &[(&'static str, Arc<dyn StageCounters>)],
+    current: &TableSet,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut m = std::collections::BTreeMap::new();
+    let mut names: Vec<&str> = counters.iter().map(|(n, _)| *n).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let parts: Vec<_> = counters
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, c)| c.report())
+            .collect();
+        m.insert(name.to_owned(), sum_reports(&parts));
     }
+    for (name, r) in current.stage_reports() {
+        m.insert(name.to_owned(), r);
+    }
+    m
 }
 
 fn cycles_per_packet(

@@ -152,14 +152,6 @@ pub struct MempoolReport {
     pub in_use: u32,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct AclCacheReport {
-    /// Configured size (0: no cache, every packet goes to rte_acl).
-    pub entries_per_worker: usize,
-    pub hits: u64,
-    pub misses: u64,
-}
-
 /// Table reloads (SIGHUP, `dataplane reload`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReloadReport {
@@ -182,10 +174,11 @@ pub struct FinalReport {
     pub drops: BTreeMap<String, u64>,
     pub events: BTreeMap<String, u64>,
     pub rx_mpps: f64,
-    /// Hits per ACL rule (index order), summed over workers; last = default.
-    pub acl_hits: Vec<u64>,
-    /// The ACL's flow cache, summed over workers.
-    pub acl_flow_cache: AclCacheReport,
+    /// Each stage's own counters, summed over workers, by stage name
+    /// (`acl`: `rule_hits` in rule order, the default last, and
+    /// `flow_cache`; `count`: `tx_packets`/`tx_bytes` by port, `dropped`,
+    /// `undecided`).
+    pub stages: BTreeMap<String, serde_json::Value>,
     /// Table sizes and memory.
     pub tables: BTreeMap<String, u64>,
     pub reloads: ReloadReport,

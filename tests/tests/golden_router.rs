@@ -664,11 +664,12 @@ fn router_golden_pcap() {
     assert_eq!(ev["arp_request_sent"], 1);
     assert_eq!(ev["consumed"], 1);
     // ACL hits: rule 0 (ssh) 3, rule 1 (source) 1, default the rest of IP.
-    assert_eq!(r.report["acl_hits"][0], 3);
-    assert_eq!(r.report["acl_hits"][1], 1);
+    let acl = &r.report["stages"]["acl"];
+    assert_eq!(acl["rule_hits"][0], 3);
+    assert_eq!(acl["rule_hits"][1], 1);
     // Every packet the ACL classified went through its flow cache.
-    let hits: Vec<u64> = serde_json::from_value(r.report["acl_hits"].clone()).unwrap();
-    let cache = &r.report["acl_flow_cache"];
+    let hits: Vec<u64> = serde_json::from_value(acl["rule_hits"].clone()).unwrap();
+    let cache = &acl["flow_cache"];
     assert_eq!(cache["entries_per_worker"], 16384);
     assert_eq!(
         cache["hits"].as_u64().unwrap() + cache["misses"].as_u64().unwrap(),

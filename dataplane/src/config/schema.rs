@@ -41,14 +41,42 @@ pub enum StageKind {
     Acl,
     /// IPv4/IPv6 routing with ARP/NDP and ICMP.
     Route,
+    /// Counts what the stages before it decided (no section).
+    Count,
 }
 
+/// What the config's ordering rules need to know of each stage.
 impl StageKind {
     pub fn name(&self) -> &'static str {
         match self {
             StageKind::Forward => "forward",
             StageKind::Acl => "acl",
             StageKind::Route => "route",
+            StageKind::Count => "count",
+        }
+    }
+
+    /// It sends packets to an output port (at most one such per pipeline).
+    pub fn forwards(&self) -> bool {
+        matches!(self, StageKind::Forward | StageKind::Route)
+    }
+
+    /// It only filters and needs a later stage that forwards.
+    pub fn needs_later_forwarder(&self) -> bool {
+        matches!(self, StageKind::Acl)
+    }
+
+    /// It reads packet headers (the `parse` sweep runs before the first
+    /// such stage).
+    pub fn needs_headers(&self) -> bool {
+        matches!(self, StageKind::Acl | StageKind::Route)
+    }
+
+    /// Its config section, if it has one.
+    pub fn section(&self) -> Option<&'static str> {
+        match self {
+            StageKind::Count => None,
+            s => Some(s.name()),
         }
     }
 }

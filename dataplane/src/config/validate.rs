@@ -189,10 +189,11 @@ impl Config {
                     format!("stage `{}` is listed twice", s.get_ref().name()),
                 ));
             }
-            let has_section = match s.get_ref() {
-                StageKind::Forward => self.forward.is_some(),
-                StageKind::Acl => self.acl.is_some(),
-                StageKind::Route => self.route.is_some(),
+            let has_section = match s.get_ref().section() {
+                Some("forward") => self.forward.is_some(),
+                Some("acl") => self.acl.is_some(),
+                Some("route") => self.route.is_some(),
+                _ => true,
             };
             if !has_section {
                 return Err(loc.error(
@@ -269,20 +270,25 @@ impl Config {
                 }
             }
         }
-        if seen.contains(&StageKind::Forward) && seen.len() > 1 {
+        if seen.contains(&StageKind::Forward) && seen.iter().any(|k| k.needs_headers()) {
             return Err(loc.error(
                 self.pipeline.span(),
                 Some("pipeline".into()),
-                "`forward` cross-connects ports and cannot be combined with other stages".into(),
+                "`forward` cross-connects ports and cannot be combined with other stages \
+                 (but `count`)"
+                    .into(),
             ));
         }
-        if let Some(acl_pos) = stages.iter().position(|s| *s.get_ref() == StageKind::Acl) {
-            let route_pos = stages.iter().position(|s| *s.get_ref() == StageKind::Route);
-            if route_pos.is_none_or(|r| r < acl_pos) {
+        let forwarder = stages.iter().position(|s| s.get_ref().forwards());
+        for (k, s) in stages.iter().enumerate() {
+            if s.get_ref().needs_later_forwarder() && forwarder.is_none_or(|f| f < k) {
                 return Err(loc.error(
-                    stages[acl_pos].span(),
+                    s.span(),
                     Some("pipeline".into()),
-                    "`acl` filters and needs a later stage that forwards: use pipeline = [\"acl\", \"route\"]".into(),
+                    format!(
+                        "`{}` filters and needs a later stage that forwards: use pipeline = [\"{0}\", \"route\"]",
+                        s.get_ref().name()
+                    ),
                 ));
             }
         }

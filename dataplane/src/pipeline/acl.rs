@@ -9,15 +9,48 @@
 //! turns it off) and never changes a verdict, only its cost.
 //!
 //! Meta: reads `verdict`, `l3`, `key`; sets `verdict = Drop(acl_deny)`.
-use super::{DropReason, FlowKeyV4, MetaBurst, StageCtx, Verdict, L3};
+use super::route::FastTx;
+use super::{DropReason, FlowKeyV4, Lane, MetaBurst, PacketBuf, StageCtx, StageOps, Verdict, L3};
+use crate::burst::Burst;
 use crate::burst::BURST_SIZE;
 use crate::stats::Counter;
 use crate::tables::flow_cache::Probe;
 use crate::tables::set::AclSnapshot;
+use crate::tables::set::TableSet;
 use crate::tables::{AclAction, AclTable, FlowCache};
 use std::sync::Arc;
 
 pub use crate::tables::set::AclCounters;
+
+impl StageOps for AclStage {
+    fn name(&self) -> &'static str {
+        "acl"
+    }
+
+    /// Plain packets are classified by their lane keys, the others from
+    /// `Meta`: same verdicts, counters and cache contents either way.
+    #[inline(always)]
+    fn process<P: PacketBuf, F: FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        _ctx: &StageCtx,
+        _tx: &mut F,
+    ) {
+        debug_assert!(
+            lane.early || lane.plain == 0,
+            "lane keys need an early lane"
+        );
+        self.process_keyed(pkts.len(), meta, lane.plain, &lane.keys);
+    }
+
+    fn rebind(&mut self, set: &TableSet, worker: usize) {
+        if let Some(a) = &set.acl {
+            self.rebind_acl(a, worker);
+        }
+    }
+}
 
 pub struct AclStage {
     table: Arc<AclTable>,
@@ -47,7 +80,7 @@ impl AclStage {
     /// Takes a newly published ACL (at a burst boundary). A new table gets
     /// new counters and an empty flow cache: no cached verdict outlives its
     /// rules. The same table (a reload that left the ACL alone) keeps both.
-    pub fn rebind(&mut self, snap: &AclSnapshot, worker: usize) {
+    pub fn rebind_acl(&mut self, snap: &AclSnapshot, worker: usize) {
         if Arc::ptr_eq(&self.table, &snap.table) {
             return;
         }

@@ -4,7 +4,8 @@
 //!
 //! Meta: reads `in_port`, `verdict`; sets `verdict` (`Tx(out)`, or
 //! `Drop(no_output)` for an unpaired port, `Drop(truncated)` for a runt).
-use super::{DropReason, MetaBurst, PacketBuf, Verdict};
+use super::route::FastTx;
+use super::{DropReason, Lane, MetaBurst, PacketBuf, StageCtx, StageOps, Verdict};
 use crate::burst::Burst;
 
 pub struct Forward {
@@ -12,6 +13,29 @@ pub struct Forward {
     out: Vec<Option<u16>>,
     /// New Ethernet destination + source (12 bytes) per output port.
     l2_rewrite: Vec<[u8; 12]>,
+}
+
+impl StageOps for Forward {
+    fn name(&self) -> &'static str {
+        "forward"
+    }
+
+    fn process<P: PacketBuf, F: FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        _ctx: &StageCtx,
+        _tx: &mut F,
+    ) {
+        // It reads `Meta` only (a forward pipeline has no parse and no lane).
+        lane.materialize_all(pkts, meta);
+        Forward::process(self, pkts, meta);
+    }
+
+    fn forwards(&self) -> bool {
+        true
+    }
 }
 
 impl Forward {

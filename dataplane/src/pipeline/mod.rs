@@ -6,24 +6,38 @@
 //! packets to their output buffers and drops. The pipeline runs over the
 //! [`PacketBuf`] trait, so it is tested and fuzzed on plain byte vectors and
 //! run by the daemon over mbufs.
+//!
+//! Every stage list takes the same fast lane ([`lane`]): `parse` runs as one
+//! sweep that leaves plain IPv4 packets' header fields in the [`Lane`] and
+//! fills `Meta` only for the others; each stage reads both, and the stage
+//! that forwards (`route`) sends the plain packets its fast path rewrote
+//! straight to the output when it is the last stage ([`route::SendTx`]).
+//! `Pipeline::set_lane(false)` runs the same stages one by one over fully
+//! parsed `Meta` instead: the reference the tests compare the lane with.
 pub mod acl;
+pub mod count;
 pub mod forward;
+pub mod lane;
 pub mod local;
 pub mod meta;
 pub mod packet;
 pub mod parse;
 pub mod route;
 
+pub use lane::Lane;
 pub use meta::{DropReason, Event, FlowKey, FlowKeyV4, Meta, Verdict, L3};
 pub use packet::{PacketBuf, VecPacket};
 
 use crate::burst::{Burst, BURST_SIZE};
 use crate::stats::WorkerCounters;
+use crate::tables::route::Fib4Reader;
 use crate::tables::set::TableSet;
 use acl::AclStage;
+use count::CountStage;
 use forward::Forward;
 use parse::Parse;
-use route::RouteStage;
+use route::{FastTx, MarkTx, RouteStage};
+use std::sync::Arc;
 
 /// What a stage may read or bump besides the packets: the time and the
 /// worker's counters (single writer: the worker running the stage).
@@ -54,52 +68,177 @@ pub type Clock = fn() -> u64;
 /// Per-burst scratch: one `Meta` per packet slot.
 pub type MetaBurst = [Meta; BURST_SIZE];
 
+/// A stage's counters as the control thread reads them for the report:
+/// one instance per worker, summed by [`sum_reports`].
+pub trait StageCounters: Send + Sync {
+    fn report(&self) -> serde_json::Value;
+}
+
+/// What every stage is. Adding a stage: its file implementing this, a
+/// variant in [`Stage`] (one line per `match` there) and its config
+/// section; the report, the daemon and the profiler take it from here.
+pub trait StageOps {
+    /// The name in the config, the report and the profiler.
+    fn name(&self) -> &'static str;
+
+    /// Decides the packets of a burst: plain ones from `lane` (see
+    /// [`lane`]; [`Lane::materialize`] gives one its full `Meta`), the
+    /// others from `Meta`. `tx` takes the packets a forwarding stage's fast
+    /// path rewrote when this is the last stage (else it marks verdicts).
+    fn process<P: PacketBuf, F: FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        ctx: &StageCtx,
+        tx: &mut F,
+    );
+
+    /// Takes worker `worker`'s view of a newly published table set, at a
+    /// burst boundary (see [`crate::tables::set`]).
+    fn rebind(&mut self, _set: &TableSet, _worker: usize) {}
+
+    /// This worker's counters for the report, if the stage keeps any.
+    fn counters(&self) -> Option<Arc<dyn StageCounters>> {
+        None
+    }
+
+    /// The IPv4 table whose lines the parse sweep should prefetch for
+    /// plain packets' destinations (the forwarder's route table).
+    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        None
+    }
+
+    /// Whether the stage sends packets to an output (only one per list).
+    fn forwards(&self) -> bool {
+        false
+    }
+}
+
 /// The closed set of stages; one `match` per stage per burst.
 pub enum Stage {
     Parse(Parse),
     Forward(Forward),
     Acl(AclStage),
     Route(Box<RouteStage>),
+    Count(CountStage),
+}
+
+/// `$body` with `$s` bound to the stage inside whichever variant `$stage` is.
+macro_rules! each_stage {
+    ($stage:expr, $s:ident => $body:expr) => {
+        match $stage {
+            Stage::Parse($s) => $body,
+            Stage::Forward($s) => $body,
+            Stage::Acl($s) => $body,
+            Stage::Route($s) => $body,
+            Stage::Count($s) => $body,
+        }
+    };
 }
 
 impl Stage {
     pub fn name(&self) -> &'static str {
-        match self {
-            Stage::Parse(_) => "parse",
-            Stage::Forward(_) => "forward",
-            Stage::Acl(_) => "acl",
-            Stage::Route(_) => "route",
-        }
+        each_stage!(self, s => StageOps::name(s))
     }
 
-    /// Takes worker `worker`'s view of a newly published table set, at a
-    /// burst boundary (see [`crate::tables::set`]).
     pub fn rebind(&mut self, set: &TableSet, worker: usize) {
-        match self {
-            Stage::Parse(s) => s.rebind(set.parse),
-            Stage::Forward(_) => {}
-            Stage::Acl(s) => {
-                if let Some(a) = &set.acl {
-                    s.rebind(a, worker);
-                }
-            }
-            Stage::Route(s) => {
-                if let Some(r) = &set.routing {
-                    s.rebind(r, set.icmp_rate);
-                }
-            }
-        }
+        each_stage!(self, s => StageOps::rebind(s, set, worker))
     }
 
-    #[inline]
-    fn process<P: PacketBuf>(&mut self, pkts: &mut Burst<P>, meta: &mut MetaBurst, ctx: &StageCtx) {
-        match self {
-            Stage::Parse(s) => s.process(pkts, meta),
-            Stage::Forward(s) => s.process(pkts, meta),
-            Stage::Acl(s) => s.process(pkts.len(), meta, ctx),
-            Stage::Route(s) => s.process(pkts, meta, ctx),
+    pub fn counters(&self) -> Option<Arc<dyn StageCounters>> {
+        each_stage!(self, s => StageOps::counters(s))
+    }
+
+    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        each_stage!(self, s => StageOps::v4_prefetch(s))
+    }
+
+    fn forwards(&self) -> bool {
+        each_stage!(self, s => StageOps::forwards(s))
+    }
+
+    #[inline(always)]
+    fn process<P: PacketBuf, F: FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        ctx: &StageCtx,
+        tx: &mut F,
+    ) {
+        each_stage!(self, s => StageOps::process(s, pkts, meta, lane, ctx, tx))
+    }
+}
+
+impl<T: StageOps + ?Sized> StageOps for Box<T> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    #[inline(always)]
+    fn process<P: PacketBuf, F: FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        ctx: &StageCtx,
+        tx: &mut F,
+    ) {
+        (**self).process(pkts, meta, lane, ctx, tx)
+    }
+    fn rebind(&mut self, set: &TableSet, worker: usize) {
+        (**self).rebind(set, worker)
+    }
+    fn counters(&self) -> Option<Arc<dyn StageCounters>> {
+        (**self).counters()
+    }
+    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        (**self).v4_prefetch()
+    }
+    fn forwards(&self) -> bool {
+        (**self).forwards()
+    }
+}
+
+/// Sums the per-worker reports of one stage: numbers add, arrays add
+/// element by element, objects key by key; anything else is kept from the
+/// first.
+pub fn sum_reports(parts: &[serde_json::Value]) -> serde_json::Value {
+    use serde_json::Value;
+    fn add(a: &mut Value, b: &Value) {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                if let (Some(p), Some(q)) = (x.as_u64(), y.as_u64()) {
+                    *x = (p + q).into();
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for (u, v) in x.iter_mut().zip(y) {
+                    add(u, v);
+                }
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                for (k, v) in y {
+                    match x.get_mut(k) {
+                        Some(u) => add(u, v),
+                        None => {
+                            x.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
     }
+    let mut it = parts.iter();
+    let Some(first) = it.next() else {
+        return Value::Null;
+    };
+    let mut sum = first.clone();
+    for p in it {
+        add(&mut sum, p);
+    }
+    sum
 }
 
 /// A worker's pipeline instance (each worker owns one; tables inside are shared).
@@ -109,10 +248,13 @@ pub struct Pipeline {
     /// mode; costs two clock reads a stage). `None`: off, one test per
     /// burst as a flag would be.
     profile: Option<Clock>,
-    /// The stages are exactly `parse`, `route` or `parse`, `acl`, `route`:
-    /// run them as one pass ([`RouteStage::process_fused`],
-    /// [`RouteStage::process_fused_acl`]).
-    fused: bool,
+    /// Run on the fast lane (the default wherever `parse` leads); false:
+    /// stage by stage over fully parsed `Meta`.
+    lane_on: bool,
+    /// A stage runs between the parse sweep and the forwarder (see
+    /// [`lane`]).
+    early: bool,
+    lane: Lane,
 }
 
 /// Most stages a pipeline holds (for the per-stage cycle counters).
@@ -121,19 +263,17 @@ pub const MAX_STAGES: usize = 6;
 impl Pipeline {
     pub fn new(stages: Vec<Stage>) -> Self {
         assert!(stages.len() <= MAX_STAGES);
-        let fused = Self::can_fuse(&stages);
+        let parsed = matches!(stages.first(), Some(Stage::Parse(_)));
+        // Stages after the sweep up to and including the forwarder.
+        let forwarder = stages.iter().position(Stage::forwards);
+        let early = forwarder.is_none_or(|f| f > 1);
         Pipeline {
             stages,
             profile: None,
-            fused,
+            lane_on: parsed,
+            early,
+            lane: Lane::default(),
         }
-    }
-
-    fn can_fuse(stages: &[Stage]) -> bool {
-        matches!(
-            stages,
-            [Stage::Parse(_), Stage::Route(_)] | [Stage::Parse(_), Stage::Acl(_), Stage::Route(_)]
-        )
     }
 
     /// Rebinds every stage to `set` (worker `worker`'s counters).
@@ -143,10 +283,10 @@ impl Pipeline {
         }
     }
 
-    /// Turns the fused pass off (it is on wherever the stages allow it):
-    /// tests compare the two.
-    pub fn set_fused(&mut self, on: bool) {
-        self.fused = on && Self::can_fuse(&self.stages);
+    /// Runs the stages on the fast lane (default, where `parse` leads) or
+    /// one by one over fully parsed `Meta` (`false`): tests compare the two.
+    pub fn set_lane(&mut self, on: bool) {
+        self.lane_on = on && matches!(self.stages.first(), Some(Stage::Parse(_)));
     }
 
     /// Turns per-stage cycle accounting (`WorkerCounters::stage_cycles`) on
@@ -155,16 +295,17 @@ impl Pipeline {
         self.profile = clock;
     }
 
-    /// What each profiling slot counts: the stages, or the fused pass (and
-    /// the ACL's part of it).
+    /// What each profiling slot counts: the stages, in order.
     pub fn stage_names(&self) -> Vec<&'static str> {
-        if self.fused {
-            return match self.stages[..] {
-                [_, Stage::Acl(_), _] => vec!["parse+route", "acl"],
-                _ => vec!["parse+route"],
-            };
-        }
         self.stages.iter().map(Stage::name).collect()
+    }
+
+    /// Every stage's counters for the report, by stage name.
+    pub fn counters(&self) -> Vec<(&'static str, Arc<dyn StageCounters>)> {
+        self.stages
+            .iter()
+            .filter_map(|s| s.counters().map(|c| (s.name(), c)))
+            .collect()
     }
 
     /// Runs every stage over a burst received on port index `in_port`.
@@ -176,66 +317,64 @@ impl Pipeline {
         in_port: u16,
         ctx: &StageCtx,
     ) {
-        self.run_with(pkts, meta, in_port, ctx, &mut route::MarkTx);
+        self.run_with(pkts, meta, in_port, ctx, &mut MarkTx);
     }
 
-    /// [`Pipeline::run`], with the fused pass's fast-path packets handed to
-    /// `fast_tx` (marked for dispatch, or sent at once).
+    /// [`Pipeline::run`], with the last stage's fast-path packets handed to
+    /// `tx` (marked for dispatch, or sent at once).
     #[inline]
-    fn run_with<P: PacketBuf, F: route::FastTx<P>>(
+    fn run_with<P: PacketBuf, F: FastTx<P>>(
         &mut self,
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
         in_port: u16,
         ctx: &StageCtx,
-        fast_tx: &mut F,
+        tx: &mut F,
     ) {
-        let n = pkts.len();
-        if self.fused {
-            let profile = self.profile;
-            let t = profile.map_or(0, |now| now());
-            // Cycles spent in the ACL, counted apart from the rest of the pass.
-            let mut acl_cycles = 0;
-            // The fused pass initialises each packet's metadata itself.
-            match &mut self.stages[..] {
-                [Stage::Parse(parse), Stage::Route(route)] => {
-                    route.process_fused(parse, pkts, meta, in_port, ctx, fast_tx)
+        let profile = self.profile;
+        let mut t = profile.map_or(0, |now| now());
+        let first = match self.stages.first() {
+            Some(Stage::Parse(parse)) if self.lane_on => {
+                // The sweep; the forwarder's table lines come in meanwhile.
+                let prefetch = self.stages.iter().find_map(Stage::v4_prefetch);
+                self.lane
+                    .sweep(parse, self.early, pkts, meta, in_port, prefetch);
+                1
+            }
+            _ => {
+                // Only what every stage relies on; parse fills the rest.
+                for m in &mut meta[..pkts.len()] {
+                    m.verdict = Verdict::Continue;
+                    m.in_port = in_port;
                 }
-                [Stage::Parse(parse), Stage::Acl(acl), Stage::Route(route)] => {
-                    let acl_pass = |n: usize, meta: &mut MetaBurst, plain, keys: &_| {
-                        let t = profile.map_or(0, |now| now());
-                        acl.process_keyed(n, meta, plain, keys);
-                        if let Some(now) = profile {
-                            acl_cycles = now() - t;
-                            ctx.counters.stage_cycles[1].add(acl_cycles);
-                        }
-                    };
-                    route.process_fused_acl(parse, pkts, meta, in_port, ctx, acl_pass, fast_tx);
+                if let Some(Stage::Parse(parse)) = self.stages.first() {
+                    self.lane.parse = *parse;
                 }
-                _ => unreachable!("fused only where can_fuse"),
+                self.lane.in_port = in_port;
+                self.lane.plain = 0;
+                self.lane.early = true;
+                0
+            }
+        };
+        if let Some(now) = profile {
+            if first == 1 {
+                let t2 = now();
+                ctx.counters.stage_cycles[0].add(t2 - t);
+                t = t2;
+            }
+        }
+        let last = self.stages.len() - 1;
+        for (k, s) in self.stages.iter_mut().enumerate().skip(first) {
+            if k == last {
+                s.process(pkts, meta, &mut self.lane, ctx, tx);
+            } else {
+                s.process(pkts, meta, &mut self.lane, ctx, &mut MarkTx);
             }
             if let Some(now) = profile {
-                ctx.counters.stage_cycles[0].add(now() - t - acl_cycles);
-            }
-            return;
-        }
-        // Only what every stage relies on; parse initialises the rest.
-        for m in &mut meta[..n] {
-            m.verdict = Verdict::Continue;
-            m.in_port = in_port;
-        }
-        if let Some(now) = self.profile {
-            let mut t = now();
-            for (k, s) in self.stages.iter_mut().enumerate() {
-                s.process(pkts, meta, ctx);
                 let t2 = now();
                 ctx.counters.stage_cycles[k].add(t2 - t);
                 t = t2;
             }
-            return;
-        }
-        for s in &mut self.stages {
-            s.process(pkts, meta, ctx);
         }
     }
 }
@@ -247,7 +386,7 @@ impl Pipeline {
     ///   all hold an Ethernet header without writing or reading any metadata
     ///   (`Forward::process_whole`); same output as `run` + `dispatch`
     ///   (tests in `forward.rs`), profiled as the `forward` stage;
-    /// - the fused pass sends its fast-path packets as it rewrites them
+    /// - the last stage sends its fast-path packets as it rewrites them
     ///   ([`route::SendTx`]), so they leave ahead of the burst's other
     ///   packets; the same packets, bytes and counters as `run` + `dispatch`
     ///   otherwise (test `dataplane/tests/fused_route.rs`).
@@ -262,6 +401,7 @@ impl Pipeline {
         dispatch_slot: usize,
     ) {
         if let [Stage::Forward(f)] = &self.stages[..] {
+            // The cross-connect alone: a burst that goes whole to one port.
             let t = self.profile.map_or(0, |now| now());
             if let Some(port) = f.process_whole(pkts, in_port) {
                 if let Some(now) = self.profile {
@@ -275,8 +415,8 @@ impl Pipeline {
                 return;
             }
         }
-        // The fused pass's fast-path packets go straight to `out`
-        // (`route::SendTx`); profiling counts them in the pass.
+        // The last stage's fast-path packets go straight to `out`
+        // (`route::SendTx`); profiling counts them in that stage.
         let mut send = route::SendTx {
             out: &mut *out,
             sent: 0,

@@ -8,9 +8,11 @@
 //! `hash`; sets `verdict = Drop(reason)` for malformed packets and
 //! EtherTypes other than IPv4, IPv6 and ARP.
 use super::meta::flags;
+use super::route::FastTx;
+use super::StageOps;
 use super::{DropReason, FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict, L3};
 use crate::burst::Burst;
-use crate::tables::set::ParseNeeds;
+use crate::tables::set::{ParseNeeds, TableSet};
 use crate::wire::{self, EtherType, Ipv4Packet, Ipv6Packet};
 
 /// What [`Parse::fast_v4`] reads from a plain IPv4 header (host order).
@@ -42,10 +44,35 @@ impl Default for Parse {
 }
 
 impl Parse {
-    /// What to extract for a newly published table set.
-    pub fn rebind(&mut self, needs: ParseNeeds) {
+    /// What to extract for these tables.
+    pub fn set_needs(&mut self, needs: ParseNeeds) {
         self.l4 = needs.l4;
         self.hash = needs.hash;
+    }
+}
+
+/// As a stage of its own (stage by stage, `Pipeline::set_lane(false)`):
+/// the full parse of every packet. On the lane the pipeline runs
+/// [`super::Lane::sweep`] instead.
+impl StageOps for Parse {
+    fn name(&self) -> &'static str {
+        "parse"
+    }
+
+    fn process<P: PacketBuf, F: FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut super::Lane,
+        _ctx: &super::StageCtx,
+        _tx: &mut F,
+    ) {
+        lane.parse = *self;
+        Parse::process(self, pkts, meta);
+    }
+
+    fn rebind(&mut self, set: &TableSet, _worker: usize) {
+        self.set_needs(set.parse);
     }
 }
 
@@ -138,7 +165,7 @@ impl Parse {
         Ok(())
     }
 
-    /// The fused parse+route fast path's check (see `RouteStage::process_fused`):
+    /// The fast lane's check (see [`super::Lane::sweep`]):
     /// for an untagged IPv4 frame without options that [`Parse::parse_one`]
     /// accepts, its header fields the route needs; `None` for anything else
     /// (which then takes the full parse). Accepts exactly the frames
@@ -168,7 +195,7 @@ impl Parse {
     /// [`Parse::fast_v4_keyed`] with its settings as arguments (see
     /// [`Parse::fast_v4_as`]).
     #[inline(always)]
-    fn fast_v4_keyed_as(
+    pub(crate) fn fast_v4_keyed_as(
         data: &[u8],
         verify_checksum: bool,
         l4: bool,
@@ -600,7 +627,7 @@ mod tests {
             }
         }
 
-        /// `fast_v4` (the fused parse+route check) accepts a frame exactly
+        /// `fast_v4` (the lane's check) accepts a frame exactly
         /// when the full parse accepts it as plain untagged IPv4, and reads
         /// the same addresses, whatever parse depth is configured;
         /// `fast_v4_keyed` reads the same ACL key.

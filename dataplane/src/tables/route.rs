@@ -14,7 +14,8 @@
 //! 21-bit next hops, so rte_fib6 stays the default and `Lpm` is the option
 //! for large, churning IPv6 tables. Numbers: the `tables` bench.
 use super::prefix::{mask4, mask6};
-use crate::dpdk::lpm::{Fib4, Fib4Reader, Fib6, Lpm4, Lpm6, LpmConfig};
+pub use crate::dpdk::lpm::Fib4Reader;
+use crate::dpdk::lpm::{Fib4, Fib6, Lpm4, Lpm6, LpmConfig};
 use crate::dpdk::DpdkError;
 
 /// The next-hop id of a lookup that matched no route.

@@ -104,34 +104,6 @@ impl Lookups {
         }
     }
 
-    /// One bulk IPv4 lookup: `res[k]` is the value for the `k`-th pushed
-    /// packet (`i4[k]`).
-    #[inline(always)]
-    pub(super) fn lookup_v4_into(&self, r: &Routing, res: &mut [u32; BURST_SIZE]) {
-        if self.n4 != 0 {
-            r.v4.lookup_bulk(&self.a4[..self.n4], &mut res[..self.n4]);
-        }
-    }
-
-    /// One bulk IPv4 lookup; `each(slot, value, meta)` in packet order.
-    #[inline(always)]
-    pub(super) fn lookup_v4(
-        &self,
-        r: &Routing,
-        meta: &mut MetaBurst,
-        mut each: impl FnMut(usize, u32, &mut Meta),
-    ) {
-        if self.n4 == 0 {
-            return;
-        }
-        let mut res = [MISS; BURST_SIZE];
-        self.lookup_v4_into(r, &mut res);
-        for (&i, &val) in self.i4[..self.n4].iter().zip(&res[..self.n4]) {
-            let i = usize::from(i);
-            each(i, val, &mut meta[i]);
-        }
-    }
-
     /// One bulk IPv6 lookup; `each(slot, value, meta)` in packet order.
     #[inline(always)]
     pub(super) fn lookup_v6(

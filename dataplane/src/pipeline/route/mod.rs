@@ -14,12 +14,12 @@
 //! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `key`, `hash`,
 //! `in_port`; sets `verdict`, `nexthop`.
 //!
-//! With nothing between `parse` and `route`, or only `acl`, the pipeline
-//! runs them as one pass ([`RouteStage::process_fused`],
-//! [`RouteStage::process_fused_acl`]): a plain IPv4 packet forwarded to a
-//! resolved gateway then only gets `verdict` and `nexthop` in its `Meta`
-//! ([`MarkTx`]), or in the worker goes straight to its TX buffer with no
-//! verdict ([`SendTx`]).
+//! On the fast lane (see [`super::lane`]) a plain IPv4 packet is looked up
+//! from the lane's header fields; forwarded to a resolved gateway it then
+//! only gets `verdict` and `nexthop` in its `Meta` ([`MarkTx`]), or, when
+//! `route` is the last stage, in the worker goes straight to its TX buffer
+//! with no verdict ([`SendTx`]). The plain packets' IPv4 table lines were
+//! prefetched by the parse sweep ([`StageOps::v4_prefetch`]).
 //!
 //! Here: the stage and its passes. Beside it: `lookups` (the burst's
 //! lookup queue and bulk lookups), `martians` (RFC 1812 address checks). The
@@ -31,11 +31,13 @@ mod martians;
 pub use crate::wire::ipv4::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
 
 use super::local::{self, IcmpLimiter};
-use super::parse::{FastV4, Parse};
-use super::{DropReason, FlowKeyV4, Meta, MetaBurst, Output, PacketBuf, StageCtx, Verdict};
+use super::parse::Parse;
+use super::{DropReason, Lane, Meta, MetaBurst, Output, PacketBuf, StageCtx, StageOps, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
+use crate::tables::route::Fib4Reader;
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
+use crate::tables::set::TableSet;
 use crate::tables::{raw_value, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
@@ -46,6 +48,38 @@ pub struct RouteStage {
     routing: Arc<Routing>,
     icmp_rate: u32,
     limiter: IcmpLimiter,
+}
+
+impl StageOps for RouteStage {
+    fn name(&self) -> &'static str {
+        "route"
+    }
+
+    #[inline(always)]
+    fn process<P: PacketBuf, F: FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        ctx: &StageCtx,
+        tx: &mut F,
+    ) {
+        self.process_lane(pkts, meta, lane, ctx, tx);
+    }
+
+    fn rebind(&mut self, set: &TableSet, _worker: usize) {
+        if let Some(r) = &set.routing {
+            self.rebind_routing(r, set.icmp_rate);
+        }
+    }
+
+    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        self.routing.v4.reader()
+    }
+
+    fn forwards(&self) -> bool {
+        true
+    }
 }
 
 impl RouteStage {
@@ -59,7 +93,7 @@ impl RouteStage {
 
     /// Takes newly published tables (at a burst boundary); the ICMP token
     /// bucket restarts only when its rate changed.
-    pub fn rebind(&mut self, routing: &Arc<Routing>, icmp_rate: u32) {
+    pub fn rebind_routing(&mut self, routing: &Arc<Routing>, icmp_rate: u32) {
         if !Arc::ptr_eq(&self.routing, routing) {
             self.routing = routing.clone();
         }
@@ -68,124 +102,53 @@ impl RouteStage {
         }
     }
 
-    #[inline]
-    pub fn process<P: PacketBuf>(
+    /// The burst's lookups and forwarding. Plain packets (on the lane) are
+    /// checked and queued for the lookup from their header fields and, when
+    /// their route is one resolved gateway and TTL and MTU allow, rewritten
+    /// and handed to `fast_tx` without their `Meta` ever being filled.
+    /// Everything else — and a plain packet at whatever point it stops
+    /// being plain — gets the full parse and the general code, so verdicts,
+    /// output bytes and counters are those of the stage-by-stage path
+    /// (test `dataplane/tests/lane.rs`).
+    #[inline(always)]
+    fn process_lane<P: PacketBuf, F: FastTx<P>>(
         &mut self,
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
-        ctx: &StageCtx,
-    ) {
-        let n = pkts.len();
-        let r = &*self.routing;
-        let mut look = Lookups::new();
-        for (i, m) in meta[..n].iter_mut().enumerate() {
-            look.classify(r, pkts, m, i, ctx);
-        }
-        let slots = pkts.slots_mut();
-        let limiter = &mut self.limiter;
-        look.lookup_v4(r, meta, |i, val, m| {
-            if let Some(p) = slots[i].as_mut() {
-                m.verdict = forward(r, limiter, p, m, val, false, ctx);
-            }
-        });
-        look.lookup_v6(r, meta, |i, val, m| {
-            if let Some(p) = slots[i].as_mut() {
-                m.verdict = forward(r, limiter, p, m, val, true, ctx);
-            }
-        });
-    }
-
-    /// `parse` and `route` in one pass, for the pipeline `["route"]` (no
-    /// stage between them reads the metadata); as the first stage it also
-    /// initialises each packet's `verdict` and `in_port`. A plain IPv4 packet
-    /// ([`Parse::fast_v4`]) is checked and looked up straight from its
-    /// header and, when its route is one resolved gateway and TTL and MTU
-    /// allow, rewritten and sent without filling its `Meta`. Everything else,
-    /// at whatever point it stops being plain, gets the full parse and then
-    /// exactly the unfused code, so verdicts, output bytes and counters are
-    /// the same as `parse` then `process` (test `dataplane/tests/fused_route.rs`).
-    #[inline]
-    pub fn process_fused<P: PacketBuf, F: FastTx<P>>(
-        &mut self,
-        parse: &Parse,
-        pkts: &mut Burst<P>,
-        meta: &mut MetaBurst,
-        in_port: u16,
+        lane: &mut Lane,
         ctx: &StageCtx,
         fast_tx: &mut F,
     ) {
         let r = &*self.routing;
-        let mut look = Lookups::new();
-        // The sweep is compiled once per parse setting, so no packet tests
-        // them (the daemon always verifies checksums; `l4` depends on the
-        // config).
-        let l = &mut look;
-        let fast = match (parse.verify_checksum, parse.l4) {
-            (true, false) => parse_sweep::<P, true, false>(r, parse, pkts, meta, in_port, ctx, l),
-            (true, true) => parse_sweep::<P, true, true>(r, parse, pkts, meta, in_port, ctx, l),
-            (false, false) => parse_sweep::<P, false, false>(r, parse, pkts, meta, in_port, ctx, l),
-            (false, true) => parse_sweep::<P, false, true>(r, parse, pkts, meta, in_port, ctx, l),
-        };
-        self.forward_fused(parse, pkts, meta, &look, fast, in_port, ctx, fast_tx);
-    }
-
-    /// The fused pass with the `acl` stage in the middle, for the pipeline
-    /// `["acl", "route"]`: the same as [`RouteStage::process_fused`], except
-    /// that a plain IPv4 packet's ACL key is read from its header too and
-    /// the ACL classifies the burst (`acl(len, meta, plain, keys)`, normally
-    /// [`super::acl::AclStage::process_keyed`]) between the parse sweep and
-    /// the route sweep. Same verdicts, bytes and counters as `parse`, `acl`,
-    /// `route` run one by one (test `dataplane/tests/fused_route.rs`).
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub fn process_fused_acl<P: PacketBuf, F: FastTx<P>>(
-        &mut self,
-        parse: &Parse,
-        pkts: &mut Burst<P>,
-        meta: &mut MetaBurst,
-        in_port: u16,
-        ctx: &StageCtx,
-        acl: impl FnOnce(usize, &mut MetaBurst, u32, &[FlowKeyV4; BURST_SIZE]),
-        fast_tx: &mut F,
-    ) {
         let n = pkts.len();
-        let mut addrs = [FastV4 { src: 0, dst: 0 }; BURST_SIZE];
-        let mut keys = [FlowKeyV4::default(); BURST_SIZE];
-        let mut plain = 0u32;
-        for (i, m) in meta[..n].iter_mut().enumerate() {
-            let Some(pkt) = begin_fused(pkts, m, i, in_port) else {
-                continue;
-            };
-            if let Some((h, k)) = parse.fast_v4_keyed(pkt.data()) {
-                addrs[i] = h;
-                keys[i] = k;
-                plain |= 1 << i;
-                continue;
-            }
-            parse_into(parse, pkt, m);
-        }
-        acl(n, meta, plain, &keys);
-        // The route's own sweep, in packet order as in the unfused stage.
-        let r = &*self.routing;
         let mut look = Lookups::new();
         let mut fast = 0u32;
-        for (i, m) in meta[..n].iter_mut().enumerate() {
-            if m.verdict != Verdict::Continue {
-                continue;
+        let plain = lane.plain;
+        if !lane.early && plain == mask_below(n) {
+            // Every packet plain and undecided (the common burst).
+            for (i, m) in meta[..n].iter_mut().enumerate() {
+                fast |= look.push_plain_v4(lane.v4[i], m, i);
             }
-            if plain & (1 << i) != 0 {
-                fast |= look.push_plain_v4(addrs[i], m, i);
-            } else {
-                look.classify(r, pkts, m, i, ctx);
+        } else {
+            for (i, m) in meta[..n].iter_mut().enumerate() {
+                if plain & (1 << i) == 0 {
+                    look.classify(r, pkts, m, i, ctx);
+                } else if !lane.early || m.verdict == Verdict::Continue {
+                    fast |= look.push_plain_v4(lane.v4[i], m, i);
+                }
             }
         }
-        self.forward_fused(parse, pkts, meta, &look, fast, in_port, ctx, fast_tx);
+        // From here every packet's verdict is in its `Meta` (stages after
+        // this one read them there).
+        lane.plain = 0;
+        let parse = lane.parse;
+        self.forward_fused(&parse, pkts, meta, &look, fast, lane.in_port, ctx, fast_tx);
     }
 
-    /// The fused passes' lookups and forwarding: `fast` marks the plain
-    /// IPv4 packets whose `Meta` was not filled (in [`RouteStage::process_fused`]
-    /// not even its `verdict` and `in_port`: a packet forwarded here never
-    /// gets them, [`forward_v4_general`] writes them for the others).
+    /// The lookups and forwarding: `fast` marks the plain IPv4 packets
+    /// whose `Meta` was not filled (when the lane is not `early`, not even
+    /// its `verdict` and `in_port`: a packet forwarded here never gets
+    /// them, [`forward_v4_general`] writes them for the others).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn forward_fused<P: PacketBuf, F: FastTx<P>>(
@@ -256,49 +219,6 @@ impl RouteStage {
             }
         });
     }
-}
-
-/// [`RouteStage::process_fused`]'s parse sweep, for `parse`'s settings
-/// `VERIFY` (`verify_checksum`) and `L4` (`l4`): plain IPv4 packets are
-/// checked and queued for the lookup straight from their headers, the rest
-/// parsed in full and classified. The plain packets' mask.
-///
-/// No prefetch: see `begin_fused`. A plain packet's `Meta` is written only
-/// when something reads it: a drop here, or the general path in
-/// `forward_fused`.
-#[inline(always)]
-fn parse_sweep<P: PacketBuf, const VERIFY: bool, const L4: bool>(
-    r: &Routing,
-    parse: &Parse,
-    pkts: &mut Burst<P>,
-    meta: &mut MetaBurst,
-    in_port: u16,
-    ctx: &StageCtx,
-    look: &mut Lookups,
-) -> u32 {
-    debug_assert!(parse.verify_checksum == VERIFY && parse.l4 == L4);
-    let mut fast = 0u32;
-    let reader = r.v4.reader();
-    for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
-        if let Some(h) = pkts
-            .get(i)
-            .and_then(|p| Parse::fast_v4_as(p.data(), VERIFY, L4))
-        {
-            // The lookup after the sweep reads this line (`Fib4Reader`).
-            if let Some(t) = reader {
-                t.prefetch(h.dst);
-            }
-            fast |= look.push_plain_v4(h, m, i);
-            continue;
-        }
-        m.verdict = Verdict::Continue;
-        m.in_port = in_port;
-        let Some(pkt) = pkts.get(i) else { continue };
-        if parse_into(parse, pkt, m) {
-            look.classify(r, pkts, m, i, ctx);
-        }
-    }
-    fast
 }
 
 /// What the fused pass does with a packet its fast path forwarded (rewritten,
@@ -376,39 +296,6 @@ fn mask_below(n: usize) -> u32 {
         u32::MAX
     } else {
         (1 << n) - 1
-    }
-}
-
-/// Starts packet `i` of a fused pass, which is the first stage: initialises
-/// what `Pipeline::run` does for the other stages (`verdict`, `in_port`).
-/// The packet, if the slot holds one.
-///
-/// No prefetch: the pass's first sweep reads each header once, in order,
-/// as l3fwd's x86 LPM path does (its `processx4_step1`, no prefetch either);
-/// a prefetch three packets on cost 7 instructions and a dependent load per
-/// packet, and dropping it gained ~3 % on route_1k (perf-share A/B).
-#[inline(always)]
-fn begin_fused<'a, P: PacketBuf>(
-    pkts: &'a Burst<P>,
-    m: &mut Meta,
-    i: usize,
-    in_port: u16,
-) -> Option<&'a P> {
-    m.verdict = Verdict::Continue;
-    m.in_port = in_port;
-    pkts.get(i)
-}
-
-/// The full parse of a packet off the fast path into `m`; false (and the
-/// packet dropped with the reason) when it does not parse.
-#[inline(always)]
-fn parse_into<P: PacketBuf>(parse: &Parse, pkt: &P, m: &mut Meta) -> bool {
-    match parse.parse_one(pkt.data(), m) {
-        Ok(()) => true,
-        Err(reason) => {
-            m.verdict = Verdict::Drop(reason);
-            false
-        }
     }
 }
 

@@ -1,21 +1,24 @@
-//! The fused passes (`RouteStage::process_fused`, used whenever the
-//! pipeline is `["route"]`, and `RouteStage::process_fused_acl` for
-//! `["acl", "route"]`) must behave exactly like `parse`, (`acl`,) `route`
-//! run one by one: same verdict per packet, same bytes out on the same
-//! ports, same drops and the same counters, ACL rule hits and flow-cache
-//! hits included. Both run here side by side, each over its own copy of
-//! the tables (the neighbour cache learns from ARP/NDP, so they must not
-//! share it), on the fuzz harness's router (`fuzz/harness.rs`): without its
-//! ACL, and with it and an 8-entry flow cache (so entries are evicted all
-//! the time and most packets go to rte_acl).
+//! The fast lane (`pipeline::lane`, the pipeline's default wherever
+//! `parse` leads) must behave exactly like the same stages run one by one
+//! over fully parsed `Meta` (`Pipeline::set_lane(false)`), for every stage
+//! list the config accepts: same verdict per packet, same bytes out on the
+//! same ports, same drops and the same counters, ACL rule hits, flow-cache
+//! hits and `count` counters included. Both run here side by side, each
+//! over its own copy of the tables (the neighbour cache learns from
+//! ARP/NDP, so they must not share it), on the fuzz harness's router
+//! (`fuzz/harness.rs`) with its stage lists: route alone (with ECMP, so
+//! parsing reads L4 ports, and without), ACL + route with an 8-entry flow
+//! cache (so entries are evicted all the time and most packets go to
+//! rte_acl), and `count` after `route` (it must see every packet that is
+//! sent), after ACL + route, and in front of them.
 //! Inputs: every saved fuzz input, generated traffic of every kind, and
 //! random bursts of mutated frames.
 //!
-//! A third router runs the fused pass as the worker does
-//! (`Pipeline::run_and_dispatch`), where fast-path packets go out as they
-//! are rewritten, ahead of the burst's other packets: its output per port
-//! must be the same packets (compared as sorted lists), and everything
-//! else the same.
+//! A third router runs the lane as the worker does
+//! (`Pipeline::run_and_dispatch`), where the last stage's fast-path
+//! packets go out as they are rewritten, ahead of the burst's other
+//! packets: its output per port must be the same packets (compared as
+//! sorted lists), and everything else the same.
 //!
 //! A fourth runs as the third but with every port's IPv4 checksum offload
 //! on: what leaves, once the device has filled in the requested checksums
@@ -46,7 +49,7 @@ fn route_only_config() -> String {
 }
 
 /// [`route_only_config`] with every ECMP route cut to one gateway: no
-/// stage needs L4 ports or the flow hash then, so the fused pass runs its
+/// stage needs L4 ports or the flow hash then, so the lane runs its
 /// `l4 = false` parse sweep (the one a plain routing config, like the
 /// bench's, gets).
 fn route_only_no_ecmp_config() -> String {
@@ -58,6 +61,17 @@ fn route_only_no_ecmp_config() -> String {
         );
     assert!(!c.contains("via = ["), "an ECMP route is left");
     c
+}
+
+/// `config` with its pipeline replaced by `stages`.
+fn with_pipeline(config: &str, stages: &str) -> String {
+    let start = config.find("pipeline = [").expect("a pipeline line");
+    let end = start + config[start..].find('\n').expect("line end");
+    format!(
+        "{}pipeline = [{stages}]{}",
+        &config[..start],
+        &config[end..]
+    )
 }
 
 /// The fuzz router with an ACL flow cache of `entries` entries.
@@ -74,6 +88,9 @@ struct Side {
     tables: SharedTables,
     pipeline: Pipeline,
     acl: Option<Arc<AclCounters>>,
+    /// Packets this side sent so far (a `count` after the forwarder must
+    /// have seen them all).
+    sent_total: u64,
     /// Kept across bursts, as a worker keeps it: stale metadata from the
     /// previous burst must not leak into the next one's verdicts.
     meta: MetaBurst,
@@ -82,7 +99,7 @@ struct Side {
 struct Pair {
     cfg: Config,
     res: Resolved,
-    fused: Side,
+    lane: Side,
     plain: Side,
     /// Fused, run through `run_and_dispatch`.
     direct: Side,
@@ -90,7 +107,7 @@ struct Pair {
     offload: Side,
 }
 
-/// EAL as `tables::test_eal` starts it but with 2.5 GiB: nine routers (each
+/// EAL as `tables::test_eal` starts it but with 4 GiB: 24 routers (each
 /// with a 64 MiB IPv4 first-level table and an IPv6 FIB) do not fit the
 /// shared test EAL's 512 MiB. Nothing else in this test binary starts EAL.
 fn eal() {
@@ -98,7 +115,7 @@ fn eal() {
     EAL.get_or_init(|| {
         let mut args = dataplane::tables::testing::TEST_EAL_ARGS.to_vec();
         let m = args.iter().position(|a| *a == "-m").expect("-m") + 1;
-        args[m] = "2560";
+        args[m] = "4096";
         dataplane::dpdk::Eal::init(&args).unwrap_or_else(|e| panic!("EAL: {e}"))
     });
 }
@@ -109,43 +126,57 @@ fn pairs() -> &'static Mutex<Vec<Pair>> {
     static PAIRS: OnceLock<Mutex<Vec<Pair>>> = OnceLock::new();
     PAIRS.get_or_init(|| {
         eal();
-        // The routers compared, with their profiling slots fused and not:
-        // route only (with ECMP, so parsing reads L4 ports, and without),
-        // and ACL with a tiny cache (most packets miss it and go to rte_acl,
-        // as without one; the rest hit).
+        // The routers compared, with their stages: route only (with ECMP,
+        // so parsing reads L4 ports, and without), ACL with a tiny cache
+        // (most packets miss it and go to rte_acl, as without one; the rest
+        // hit), and `count` behind the forwarder and in front of it.
+        let acl = acl_config(8);
         let variants = [
-            (route_only_config(), "parse+route", "parse,route"),
-            (route_only_no_ecmp_config(), "parse+route", "parse,route"),
-            (acl_config(8), "parse+route,acl", "parse,acl,route"),
+            (route_only_config(), "parse,route"),
+            (route_only_no_ecmp_config(), "parse,route"),
+            (acl.clone(), "parse,acl,route"),
+            (
+                with_pipeline(&route_only_config(), r#""route", "count""#),
+                "parse,route,count",
+            ),
+            (
+                with_pipeline(&acl, r#""acl", "route", "count""#),
+                "parse,acl,route,count",
+            ),
+            (
+                with_pipeline(&acl, r#""count", "acl", "route""#),
+                "parse,count,acl,route",
+            ),
         ];
         let pairs = variants
             .iter()
-            .map(|(toml, fused_names, plain_names)| {
-                let (cfg, res) = Config::parse(toml, "fused.toml").expect("config");
+            .map(|(toml, names)| {
+                let (cfg, res) = Config::parse(toml, "lane.toml").expect("config");
                 let macs: Vec<[u8; 6]> = cfg.ports.iter().map(|p| p.mac.unwrap().0).collect();
                 let peers: Vec<[u8; 6]> = (0..cfg.ports.len()).map(default_peer_mac).collect();
-                let side = |fused: bool, offload: bool| {
+                let side = |lane: bool, offload: bool| {
                     let offload = vec![offload; cfg.ports.len()];
                     let tables = build_tables(&cfg, &res, &macs, &offload).expect("tables");
                     let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &macs, &peers);
-                    pipeline.set_fused(fused);
+                    pipeline.set_lane(lane);
                     Side {
                         tables,
                         pipeline,
                         acl,
+                        sent_total: 0,
                         meta: new_meta_burst(),
                     }
                 };
-                let fused = side(true, false);
+                let lane = side(true, false);
                 let plain = side(false, false);
                 let direct = side(true, false);
                 let offload = side(true, true);
-                assert_eq!(fused.pipeline.stage_names().join(","), *fused_names);
-                assert_eq!(plain.pipeline.stage_names().join(","), *plain_names);
+                assert_eq!(lane.pipeline.stage_names().join(","), *names);
+                assert_eq!(plain.pipeline.stage_names().join(","), *names);
                 Pair {
                     cfg,
                     res,
-                    fused,
+                    lane,
                     plain,
                     direct,
                     offload,
@@ -171,6 +202,8 @@ struct Run {
     events: Vec<u64>,
     /// Per-rule ACL hits, then flow-cache hits and misses, in this burst.
     acl: Vec<u64>,
+    /// The `count` stage's counters so far (null without one).
+    count: serde_json::Value,
 }
 
 /// Runs a burst through `side`: `run` then `dispatch`, or (`direct`) the
@@ -198,7 +231,27 @@ fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64, direct:
         dispatch(&mut burst, meta, &mut out);
     }
     let _ = &side.tables;
+    side.sent_total += out.sent.len() as u64;
+    let count = side
+        .pipeline
+        .counters()
+        .into_iter()
+        .find(|(name, _)| *name == "count")
+        .map_or(serde_json::Value::Null, |(_, c)| c.report());
+    if side.pipeline.stage_names().last() == Some(&"count") {
+        let seen: u64 = count["tx_packets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            seen, side.sent_total,
+            "count after the forwarder missed packets"
+        );
+    }
     Run {
+        count,
         verdicts: meta[..n].iter().map(|m| m.verdict).collect(),
         checksum_requests: out
             .sent
@@ -238,7 +291,7 @@ fn acl_counts(side: &Side) -> Vec<u64> {
 }
 
 /// Runs one burst through every router of every variant and asserts they
-/// agree; returns each variant's fused result, with `checksum_requests`
+/// agree; returns each variant's lane result, with `checksum_requests`
 /// from its offload router.
 fn both(frames: &[Vec<u8>], in_port: u16, now: u64) -> Vec<Run> {
     let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
@@ -251,13 +304,13 @@ fn both_locked(pairs: &mut [Pair], frames: &[Vec<u8>], in_port: u16, now: u64) -
     let mut runs = Vec::new();
     for (k, p) in pairs.iter_mut().enumerate() {
         let _ = (&p.cfg, &p.res);
-        let fused = run_side(&mut p.fused, frames, in_port, now, false);
+        let lane = run_side(&mut p.lane, frames, in_port, now, false);
         let plain = run_side(&mut p.plain, frames, in_port, now, false);
         let direct = run_side(&mut p.direct, frames, in_port, now, true);
         let mut offload = run_side(&mut p.offload, frames, in_port, now, true);
         assert_eq!(
-            fused, plain,
-            "fused and unfused pipelines differ (variant {k})"
+            lane, plain,
+            "the lane and the stage-by-stage pipeline differ (variant {k})"
         );
         assert_eq!(plain.checksum_requests, 0, "no port has the offload");
         let plain_sorted = Run {
@@ -281,7 +334,7 @@ fn both_locked(pairs: &mut [Pair], frames: &[Vec<u8>], in_port: u16, now: u64) -
         );
         runs.push(Run {
             checksum_requests: requests,
-            ..fused
+            ..lane
         });
     }
     runs
@@ -314,7 +367,7 @@ fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8, payload: usize) -> Vec<u8> {
 }
 
 /// The fast path really runs and really forwards: a plain packet to a
-/// resolved gateway goes out rewritten, identically on both sides.
+/// resolved gateway goes out rewritten, identically on all sides.
 #[test]
 fn plain_ipv4_forwarded_alike() {
     let runs = both(
@@ -333,7 +386,7 @@ fn plain_ipv4_forwarded_alike() {
     }
 }
 
-/// The fused ACL pass really classifies: SSH to 198.18.0.0/24 is denied by
+/// The ACL on the lane really classifies: SSH to 198.18.0.0/24 is denied by
 /// the first rule and the same packet to port 80 is allowed (the second
 /// round hits the flow cache).
 #[test]
@@ -351,10 +404,10 @@ fn acl_verdicts_alike() {
     let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
     for round in 0..2 {
         let runs = both_locked(&mut pairs, &burst, 0, 1_000_000_000 + round);
-        for r in &runs[..2] {
+        for r in [&runs[0], &runs[1], &runs[3]] {
             assert_eq!(r.verdicts, [Verdict::Tx(0); 3], "no ACL: all routed");
         }
-        for r in &runs[2..] {
+        for r in [&runs[2], &runs[4], &runs[5]] {
             assert_eq!(
                 r.verdicts,
                 [

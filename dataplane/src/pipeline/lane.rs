@@ -1,0 +1,189 @@
+//! The fast lane: what the pipeline's one parse sweep leaves for the stages
+//! of a burst, so that every stage list runs at the speed of the plain
+//! IPv4 path without a hand-fused variant per list.
+//!
+//! The sweep reads each frame once, in order. A *plain* frame — untagged
+//! IPv4 without options whose header `parse` accepts ([`Parse::fast_v4`]) —
+//! gets its addresses (and, when a stage before the forwarder reads them,
+//! its flow key) written here and its `Meta` left alone; every other frame
+//! gets the full parse into its `Meta`, exactly as the `parse` stage does.
+//! Stages then read plain packets from the lane and everything else from
+//! `Meta`. A stage that needs more of a plain packet than the lane holds
+//! calls [`Lane::materialize`] (the full parse into its `Meta`), after which
+//! the packet is an ordinary one: so a stage that knows nothing of the lane
+//! still sees every packet exactly as on the stage-by-stage path.
+//!
+//! Whether a plain packet's `Meta` holds its `verdict` and `in_port` depends
+//! on the pipeline: when some stage runs between the sweep and the stage
+//! that forwards (`early`), the sweep writes them for every packet, because
+//! such a stage may decide (an ACL deny writes `Drop` there); when the
+//! forwarder comes first, nothing reads them before it and they are left
+//! unwritten (`early == false`), and a plain packet's verdict is `Continue`
+//! by definition until a stage writes it.
+use super::parse::{FastV4, Parse};
+use super::{FlowKeyV4, MetaBurst, PacketBuf, Verdict};
+use crate::burst::{Burst, BURST_SIZE};
+use crate::tables::route::Fib4Reader;
+
+/// Per-burst scratch of the fast lane (one per pipeline, reused).
+pub struct Lane {
+    /// What the sweep parsed with (and [`Lane::materialize`] parses with).
+    pub parse: Parse,
+    /// The port the burst came from.
+    pub in_port: u16,
+    /// Bit `i`: slot `i` is a plain packet whose `Meta` the parse did not fill.
+    pub plain: u32,
+    /// Plain packets' `Meta` holds `verdict` and `in_port` (see the module
+    /// doc); when false, they hold neither.
+    pub early: bool,
+    /// Plain packets' addresses, by slot.
+    pub v4: [FastV4; BURST_SIZE],
+    /// Plain packets' flow keys, by slot (written only when `early`).
+    pub keys: [FlowKeyV4; BURST_SIZE],
+}
+
+impl Default for Lane {
+    fn default() -> Self {
+        Lane {
+            parse: Parse::default(),
+            in_port: 0,
+            plain: 0,
+            early: false,
+            v4: [FastV4 { src: 0, dst: 0 }; BURST_SIZE],
+            keys: [FlowKeyV4::default(); BURST_SIZE],
+        }
+    }
+}
+
+impl Lane {
+    #[inline(always)]
+    pub fn is_plain(&self, i: usize) -> bool {
+        self.plain & (1 << i) != 0
+    }
+
+    /// The parse sweep over a burst received on `in_port`. `early`: a stage
+    /// runs before the forwarder (see the module doc). `prefetch`: the
+    /// forwarder's IPv4 table, whose line for each plain destination is
+    /// fetched here so the lookup after the sweep finds it in cache.
+    #[inline(always)]
+    pub fn sweep<P: PacketBuf>(
+        &mut self,
+        parse: &Parse,
+        early: bool,
+        pkts: &Burst<P>,
+        meta: &mut MetaBurst,
+        in_port: u16,
+        prefetch: Option<Fib4Reader<'_>>,
+    ) {
+        self.parse = *parse;
+        self.in_port = in_port;
+        self.early = early;
+        // Compiled once per setting: no packet tests them.
+        self.plain = match (parse.verify_checksum, parse.l4, early) {
+            (true, false, false) => {
+                self.sweep_as::<P, true, false, false>(parse, pkts, meta, prefetch)
+            }
+            (true, true, false) => {
+                self.sweep_as::<P, true, true, false>(parse, pkts, meta, prefetch)
+            }
+            (true, false, true) => {
+                self.sweep_as::<P, true, false, true>(parse, pkts, meta, prefetch)
+            }
+            (true, true, true) => self.sweep_as::<P, true, true, true>(parse, pkts, meta, prefetch),
+            (false, false, false) => {
+                self.sweep_as::<P, false, false, false>(parse, pkts, meta, prefetch)
+            }
+            (false, true, false) => {
+                self.sweep_as::<P, false, true, false>(parse, pkts, meta, prefetch)
+            }
+            (false, false, true) => {
+                self.sweep_as::<P, false, false, true>(parse, pkts, meta, prefetch)
+            }
+            (false, true, true) => {
+                self.sweep_as::<P, false, true, true>(parse, pkts, meta, prefetch)
+            }
+        };
+    }
+
+    /// [`Lane::sweep`] for `parse`'s settings `VERIFY` (`verify_checksum`)
+    /// and `L4` (`l4`) and for `EARLY`; returns the plain mask.
+    ///
+    /// No data prefetch a few packets on: the sweep reads each header once,
+    /// in order, as l3fwd's x86 LPM path does.
+    #[inline(always)]
+    fn sweep_as<P: PacketBuf, const VERIFY: bool, const L4: bool, const EARLY: bool>(
+        &mut self,
+        parse: &Parse,
+        pkts: &Burst<P>,
+        meta: &mut MetaBurst,
+        prefetch: Option<Fib4Reader<'_>>,
+    ) -> u32 {
+        debug_assert!(parse.verify_checksum == VERIFY && parse.l4 == L4);
+        let in_port = self.in_port;
+        let mut plain = 0u32;
+        for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
+            if EARLY {
+                m.verdict = Verdict::Continue;
+                m.in_port = in_port;
+            }
+            let Some(pkt) = pkts.get(i) else {
+                m.verdict = Verdict::Continue;
+                m.in_port = in_port;
+                continue;
+            };
+            let fast = if EARLY {
+                Parse::fast_v4_keyed_as(pkt.data(), VERIFY, L4).map(|(h, k)| {
+                    self.keys[i] = k;
+                    h
+                })
+            } else {
+                Parse::fast_v4_as(pkt.data(), VERIFY, L4)
+            };
+            if let Some(h) = fast {
+                if let Some(t) = prefetch {
+                    t.prefetch(h.dst);
+                }
+                self.v4[i] = h;
+                plain |= 1 << i;
+                continue;
+            }
+            if !EARLY {
+                m.verdict = Verdict::Continue;
+                m.in_port = in_port;
+            }
+            if let Err(reason) = parse.parse_one(pkt.data(), m) {
+                m.verdict = Verdict::Drop(reason);
+            }
+        }
+        plain
+    }
+
+    /// Gives plain packet `i` its full `Meta` (the parse's, as for any other
+    /// packet) and takes it off the lane. `fast_v4` accepted the frame, so
+    /// the parse does too.
+    #[inline(never)]
+    pub fn materialize<P: PacketBuf>(&mut self, pkt: &P, meta: &mut MetaBurst, i: usize) {
+        let parse = self.parse;
+        let m = &mut meta[i];
+        if !self.early {
+            m.verdict = Verdict::Continue;
+            m.in_port = self.in_port;
+        }
+        if let Err(reason) = parse.parse_one(pkt.data(), m) {
+            m.verdict = Verdict::Drop(reason);
+        }
+        self.plain &= !(1 << i);
+    }
+
+    /// Takes every plain packet off the lane (a stage that reads only `Meta`).
+    pub fn materialize_all<P: PacketBuf>(&mut self, pkts: &Burst<P>, meta: &mut MetaBurst) {
+        let mut rest = self.plain;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if let Some(p) = pkts.get(i) {
+                self.materialize(p, meta, i);
+            }
+        }
+    }
+}

@@ -248,6 +248,14 @@ impl PacketBuf for Mbuf {
     fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
         Mbuf::request_ipv4_checksum(self, l2_len, l3_len)
     }
+    #[inline]
+    fn prepend(&mut self, len: usize) -> bool {
+        Mbuf::prepend(self, len).is_some()
+    }
+    #[inline]
+    fn adj(&mut self, len: usize) -> bool {
+        Mbuf::adj(self, len)
+    }
     #[inline(always)]
     fn prefetch(&self) {
         self.prefetch_data()

@@ -159,3 +159,49 @@ fn eal_cannot_start_twice() {
     let err = super::Eal::init(&["again", "--no-huge"]).err().unwrap();
     assert!(err.to_string().contains("already initialised"), "{err}");
 }
+
+/// `PacketBuf::prepend`/`adj` on an mbuf behave as on the pipeline's
+/// `VecPacket`: headroom in front, refused (unchanged) past it.
+#[test]
+fn packetbuf_prepend_and_adj_on_an_mbuf() {
+    use crate::pipeline::{PacketBuf, VecPacket};
+    let _l = test_lock();
+    let p = pool(15);
+    let mut m = p.alloc_from(&[7; 30]).unwrap();
+    let mut v = VecPacket::new(vec![7; 30]);
+    let room = m.headroom();
+    assert_eq!(
+        room,
+        crate::pipeline::packet::VEC_PACKET_HEADROOM,
+        "the models agree"
+    );
+    for pkt in [&mut m as &mut dyn PacketBufDyn, &mut v] {
+        assert!(pkt.prepend_(20));
+        assert_eq!(pkt.len_(), 50);
+        assert!(!pkt.prepend_(room), "past the headroom");
+        assert_eq!(pkt.len_(), 50);
+        assert!(pkt.adj_(20));
+        assert_eq!(pkt.len_(), 30);
+        assert!(!pkt.adj_(31));
+    }
+    drop(m);
+    assert_eq!(p.in_use_count(), 0);
+
+    /// Object-safe view of the two calls, to run both carriers through one loop.
+    trait PacketBufDyn {
+        fn prepend_(&mut self, n: usize) -> bool;
+        fn adj_(&mut self, n: usize) -> bool;
+        fn len_(&self) -> usize;
+    }
+    impl<T: PacketBuf> PacketBufDyn for T {
+        fn prepend_(&mut self, n: usize) -> bool {
+            self.prepend(n)
+        }
+        fn adj_(&mut self, n: usize) -> bool {
+            self.adj(n)
+        }
+        fn len_(&self) -> usize {
+            self.data().len()
+        }
+    }
+}

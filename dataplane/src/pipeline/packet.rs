@@ -14,15 +14,26 @@ pub trait PacketBuf {
     /// header is `l3_len` bytes at offset `l2_len`. Only called for ports
     /// that have the offload enabled (`NextHop::ipv4_checksum_offload`).
     fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8);
+    /// Grows the packet by `len` bytes at the front (mbuf headroom), for a
+    /// stage that encapsulates; the new bytes are the start of `data()` and
+    /// their content is unspecified. False, changing nothing, without room.
+    fn prepend(&mut self, len: usize) -> bool;
+    /// Removes `len` bytes from the front (decapsulation); false, changing
+    /// nothing, when the packet is shorter.
+    fn adj(&mut self, len: usize) -> bool;
     /// Hint that the packet will be read soon.
     #[inline(always)]
     fn prefetch(&self) {}
 }
 
-/// A heap packet for tests and fuzzing; capacity-limited like an mbuf.
+/// A heap packet for tests and fuzzing; capacity-limited like an mbuf,
+/// with an mbuf's headroom in front of the data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VecPacket {
     pub bytes: Vec<u8>,
+    /// Bytes that `prepend` may still add at the front (an mbuf's
+    /// `RTE_PKTMBUF_HEADROOM` when new).
+    pub headroom: usize,
     /// The `(l2_len, l3_len)` of a TX checksum request, as an mbuf keeps it
     /// for the port; [`VecPacket::transmitted`] plays the device's part.
     pub ipv4_checksum_request: Option<(u8, u8)>,
@@ -30,11 +41,14 @@ pub struct VecPacket {
 
 /// Largest packet a `VecPacket` may grow to (an mbuf's default data room).
 pub const VEC_PACKET_MAX: usize = 2048;
+/// A new `VecPacket`'s headroom: DPDK's default `RTE_PKTMBUF_HEADROOM`.
+pub const VEC_PACKET_HEADROOM: usize = 128;
 
 impl VecPacket {
     pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
         VecPacket {
             bytes: bytes.into(),
+            headroom: VEC_PACKET_HEADROOM,
             ipv4_checksum_request: None,
         }
     }
@@ -73,5 +87,46 @@ impl PacketBuf for VecPacket {
         }
         self.bytes.resize(len, 0);
         true
+    }
+    fn prepend(&mut self, len: usize) -> bool {
+        if len > self.headroom || self.bytes.len() + len > VEC_PACKET_MAX + VEC_PACKET_HEADROOM {
+            return false;
+        }
+        self.headroom -= len;
+        self.bytes.splice(0..0, std::iter::repeat_n(0, len));
+        true
+    }
+    fn adj(&mut self, len: usize) -> bool {
+        if len > self.bytes.len() {
+            return false;
+        }
+        self.bytes.drain(..len);
+        self.headroom += len;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prepend_uses_headroom_and_adj_gives_it_back() {
+        let mut p = VecPacket::new(vec![1, 2, 3]);
+        assert!(p.prepend(20));
+        assert_eq!(p.bytes.len(), 23);
+        assert_eq!(&p.bytes[20..], &[1, 2, 3]);
+        p.data_mut()[..20].fill(9);
+        assert_eq!(p.headroom, VEC_PACKET_HEADROOM - 20);
+        assert!(
+            !p.prepend(VEC_PACKET_HEADROOM),
+            "more than the headroom left"
+        );
+        assert_eq!(p.bytes.len(), 23, "a refused prepend changes nothing");
+        assert!(p.adj(20));
+        assert_eq!(p.bytes, vec![1, 2, 3]);
+        assert_eq!(p.headroom, VEC_PACKET_HEADROOM);
+        assert!(!p.adj(4), "longer than the packet");
+        assert_eq!(p.bytes, vec![1, 2, 3]);
     }
 }

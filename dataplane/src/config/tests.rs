@@ -388,6 +388,45 @@ dst = "10.0.0.0/8""#,
     );
 }
 
+/// `count` stands anywhere, with or without a forwarder; two forwarders,
+/// or `forward` with a stage that reads headers, are refused.
+#[test]
+fn pipeline_rules_are_the_stages_declarations() {
+    for ok in [
+        r#"pipeline = ["acl", "route", "count"]"#,
+        r#"pipeline = ["count", "acl", "route"]"#,
+        r#"pipeline = ["acl", "count", "route"]"#,
+    ] {
+        let src = router_bad(r#"pipeline = ["acl", "route"]"#, ok);
+        let (cfg, _) = Config::parse(&src, "test.toml").unwrap_or_else(|e| panic!("{ok}: {e}"));
+        assert!(cfg.stages().contains(&StageKind::Count));
+    }
+    let (cfg, _) = Config::parse(
+        &bad(
+            r#"pipeline = ["forward"]"#,
+            r#"pipeline = ["forward", "count"]"#,
+        ),
+        "test.toml",
+    )
+    .unwrap();
+    assert_eq!(cfg.stages(), vec![StageKind::Forward, StageKind::Count]);
+    let (line, field, msg) = err(&router_bad(
+        r#"pipeline = ["acl", "route"]"#,
+        r#"pipeline = ["route", "count", "acl"]"#,
+    ));
+    assert_eq!((line, field.as_str()), (1, "pipeline"));
+    assert!(
+        msg.contains("`acl` filters and needs a later stage that forwards"),
+        "{msg}"
+    );
+    let (_, field, msg) = err(&bad(
+        r#"pipeline = ["forward"]"#,
+        r#"pipeline = ["forward", "count", "count"]"#,
+    ));
+    assert_eq!(field, "pipeline");
+    assert!(msg.contains("listed twice"), "{msg}");
+}
+
 #[test]
 fn routes_file_errors_name_its_line() {
     let dir = tempfile_dir();

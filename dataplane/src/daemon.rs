@@ -598,7 +598,13 @@ pub fn run(
                     ok: true,
                     message: "stats".into(),
                     generation: reloader.generation(),
-                    data: Some(live_stats(cfg, &ports, &worker_stats, &reloader)),
+                    data: Some(live_stats(
+                        cfg,
+                        &ports,
+                        &worker_stats,
+                        &reloader,
+                        &stage_reports(&stage_counters, &tables.load()),
+                    )),
                 },
                 _ => Answer {
                     ok: false,
@@ -775,6 +781,7 @@ fn live_stats(
     ports: &[Port],
     workers: &[Arc<WorkerStats>],
     reloader: &Reloader,
+    stages: &std::collections::BTreeMap<String, serde_json::Value>,
 ) -> serde_json::Value {
     let snaps: Vec<_> = workers.iter().map(|s| s.snapshot()).collect();
     let (rx, tx, drops) = stats::totals(&snaps);
@@ -787,6 +794,7 @@ fn live_stats(
         "reloads": reloader.counters.report(),
         "ports": cfg.ports.iter().zip(ports).map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
         "workers": snaps,
+        "stages": stages,
     })
 }
 

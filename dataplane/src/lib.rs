@@ -11,6 +11,7 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod dpdk;
+pub mod flow;
 pub mod gen;
 pub mod pipeline;
 pub mod preflight;

@@ -33,7 +33,7 @@
 //! passed as `&FlowKey`, so every read stays inside a live key.
 use super::error::{self, DpdkError};
 use super::lpm::unique_name;
-use crate::pipeline::meta::FlowKey;
+use crate::flow::FlowKey;
 use crate::tables::prefix::mask6;
 use dpdk_sys::{rte_acl_field, rte_acl_field_def, rte_acl_field_types, rte_acl_rule_data};
 use std::ptr::NonNull;

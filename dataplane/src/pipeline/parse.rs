@@ -364,25 +364,7 @@ fn has_ports_matches_the_protocol_names() {
     }
 }
 
-/// Flow hash over the 5-tuple: the same flow always gets the same hash, so
-/// ECMP keeps a flow on one path. (A multiply-rotate mix: two instructions per
-/// word, plenty for spreading flows over a handful of paths.)
-#[inline]
-pub fn flow_hash(k: &super::FlowKey) -> u32 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let w = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
-    let mut h = (u64::from(k.proto) << 32) | (u64::from(k.sport_be) << 16) | u64::from(k.dport_be);
-    for word in [
-        w(&k.src[..8]),
-        w(&k.src[8..]),
-        w(&k.dst[..8]),
-        w(&k.dst[8..]),
-    ] {
-        h = (h ^ word).wrapping_mul(K).rotate_left(31);
-    }
-    h = h.wrapping_mul(K);
-    (h >> 32) as u32 ^ h as u32
-}
+pub use crate::flow::flow_hash;
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@
 use super::prefix::Prefix;
 use crate::dpdk::acl::{AclContext, AclFamily, AclFields};
 use crate::dpdk::DpdkError;
-use crate::pipeline::meta::FlowKey;
+use crate::flow::FlowKey;
 
 /// What a rule (or the default) does with a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

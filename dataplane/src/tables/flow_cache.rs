@@ -15,7 +15,7 @@
 //! the cached answer is the one the classifier would give for the key. The
 //! cache belongs to one worker's stage instance over one immutable
 //! [`super::AclTable`]; a new table means a new stage and an empty cache.
-use crate::pipeline::{FlowKey, FlowKeyV4};
+use crate::flow::{flow_hash, FlowKey, FlowKeyV4};
 
 /// Ways per bucket: a bucket's tags and values fill one cache line.
 const WAYS: usize = 8;
@@ -90,7 +90,7 @@ impl FlowCache {
     #[inline(always)]
     pub fn hash(key: &FlowKey, is_v6: bool) -> u32 {
         if is_v6 {
-            return crate::pipeline::parse::flow_hash(key);
+            return flow_hash(key);
         }
         Self::hash_v4(FlowKeyV4::of(key))
     }

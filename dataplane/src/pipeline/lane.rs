@@ -36,8 +36,10 @@ pub struct Lane {
     /// Plain packets' `Meta` holds `verdict` and `in_port` (see the module
     /// doc); when false, they hold neither.
     pub early: bool,
-    /// Plain packets' addresses, by slot.
-    pub v4: [FastV4; BURST_SIZE],
+    /// Plain packets' addresses (host order), by slot: two arrays, so a
+    /// lookup can read the destinations as they are.
+    pub src: [u32; BURST_SIZE],
+    pub dst: [u32; BURST_SIZE],
     /// Plain packets' flow keys, by slot (written only when `early`).
     pub keys: [FlowKeyV4; BURST_SIZE],
 }
@@ -49,7 +51,8 @@ impl Default for Lane {
             in_port: 0,
             plain: 0,
             early: false,
-            v4: [FastV4 { src: 0, dst: 0 }; BURST_SIZE],
+            src: [0; BURST_SIZE],
+            dst: [0; BURST_SIZE],
             keys: [FlowKeyV4::default(); BURST_SIZE],
         }
     }
@@ -59,6 +62,15 @@ impl Lane {
     #[inline(always)]
     pub fn is_plain(&self, i: usize) -> bool {
         self.plain & (1 << i) != 0
+    }
+
+    /// Plain packet `i`'s addresses.
+    #[inline(always)]
+    pub fn v4(&self, i: usize) -> FastV4 {
+        FastV4 {
+            src: self.src[i],
+            dst: self.dst[i],
+        }
     }
 
     /// The parse sweep over a burst received on `in_port`. `early`: a stage
@@ -131,19 +143,23 @@ impl Lane {
                 m.in_port = in_port;
                 continue;
             };
-            let fast = if EARLY {
-                Parse::fast_v4_keyed_as(pkt.data(), VERIFY, L4).map(|(h, k)| {
+            if EARLY {
+                // No prefetch here: with stages between the sweep and the
+                // forwarder, the hint measured more instructions than it
+                // could save (their own memory traffic comes in between).
+                if let Some((h, k)) = Parse::fast_v4_keyed_as(pkt.data(), VERIFY, L4) {
                     self.keys[i] = k;
-                    h
-                })
-            } else {
-                Parse::fast_v4_as(pkt.data(), VERIFY, L4)
-            };
-            if let Some(h) = fast {
+                    self.src[i] = h.src;
+                    self.dst[i] = h.dst;
+                    plain |= 1 << i;
+                    continue;
+                }
+            } else if let Some(h) = Parse::fast_v4_as(pkt.data(), VERIFY, L4) {
                 if let Some(t) = prefetch {
                     t.prefetch(h.dst);
                 }
-                self.v4[i] = h;
+                self.src[i] = h.src;
+                self.dst[i] = h.dst;
                 plain |= 1 << i;
                 continue;
             }

@@ -32,8 +32,9 @@ pub trait PacketBuf {
 pub struct VecPacket {
     pub bytes: Vec<u8>,
     /// Bytes that `prepend` may still add at the front (an mbuf's
-    /// `RTE_PKTMBUF_HEADROOM` when new).
-    pub headroom: usize,
+    /// `RTE_PKTMBUF_HEADROOM` when new). A `u16` as an mbuf's `data_off`
+    /// (it keeps the struct at 32 bytes: the benches move it per packet).
+    pub headroom: u16,
     /// The `(l2_len, l3_len)` of a TX checksum request, as an mbuf keeps it
     /// for the port; [`VecPacket::transmitted`] plays the device's part.
     pub ipv4_checksum_request: Option<(u8, u8)>,
@@ -42,7 +43,7 @@ pub struct VecPacket {
 /// Largest packet a `VecPacket` may grow to (an mbuf's default data room).
 pub const VEC_PACKET_MAX: usize = 2048;
 /// A new `VecPacket`'s headroom: DPDK's default `RTE_PKTMBUF_HEADROOM`.
-pub const VEC_PACKET_HEADROOM: usize = 128;
+pub const VEC_PACKET_HEADROOM: u16 = 128;
 
 impl VecPacket {
     pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
@@ -89,10 +90,10 @@ impl PacketBuf for VecPacket {
         true
     }
     fn prepend(&mut self, len: usize) -> bool {
-        if len > self.headroom || self.bytes.len() + len > VEC_PACKET_MAX + VEC_PACKET_HEADROOM {
+        if len > usize::from(self.headroom) {
             return false;
         }
-        self.headroom -= len;
+        self.headroom -= len as u16;
         self.bytes.splice(0..0, std::iter::repeat_n(0, len));
         true
     }
@@ -101,10 +102,14 @@ impl PacketBuf for VecPacket {
             return false;
         }
         self.bytes.drain(..len);
-        self.headroom += len;
+        self.headroom = self
+            .headroom
+            .saturating_add(len.min(usize::from(u16::MAX)) as u16);
         true
     }
 }
+
+const _: () = assert!(std::mem::size_of::<VecPacket>() == 32);
 
 #[cfg(test)]
 mod tests {

@@ -41,6 +41,7 @@ use crate::tables::set::TableSet;
 use crate::tables::{raw_value, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
+use martians::v4_martian;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -121,20 +122,32 @@ impl RouteStage {
     ) {
         let r = &*self.routing;
         let n = pkts.len();
+        let plain = lane.plain;
         let mut look = Lookups::new();
         let mut fast = 0u32;
-        let plain = lane.plain;
         if !lane.early && plain == mask_below(n) {
-            // Every packet plain and undecided (the common burst).
+            // Every packet plain and undecided (the common burst): with no
+            // martian among them, the lane's destinations are the lookup's
+            // addresses as they stand, in slot order.
+            let martians = (0..n).fold(0u32, |m, i| {
+                m | u32::from(v4_martian(lane.src[i], lane.dst[i]).is_some()) << i
+            });
+            if martians == 0 {
+                lane.plain = 0;
+                let parse = lane.parse;
+                let q = V4Queue::AllPlain(&lane.dst[..n]);
+                self.forward_fused(&parse, pkts, meta, q, &look, lane.in_port, ctx, fast_tx);
+                return;
+            }
             for (i, m) in meta[..n].iter_mut().enumerate() {
-                fast |= look.push_plain_v4(lane.v4[i], m, i);
+                fast |= look.push_plain_v4(lane.v4(i), m, i);
             }
         } else {
             for (i, m) in meta[..n].iter_mut().enumerate() {
                 if plain & (1 << i) == 0 {
                     look.classify(r, pkts, m, i, ctx);
                 } else if !lane.early || m.verdict == Verdict::Continue {
-                    fast |= look.push_plain_v4(lane.v4[i], m, i);
+                    fast |= look.push_plain_v4(lane.v4(i), m, i);
                 }
             }
         }
@@ -142,7 +155,8 @@ impl RouteStage {
         // this one read them there).
         lane.plain = 0;
         let parse = lane.parse;
-        self.forward_fused(&parse, pkts, meta, &look, fast, lane.in_port, ctx, fast_tx);
+        let q = V4Queue::Queued { look: &look, fast };
+        self.forward_fused(&parse, pkts, meta, q, &look, lane.in_port, ctx, fast_tx);
     }
 
     /// The lookups and forwarding: `fast` marks the plain IPv4 packets
@@ -156,8 +170,8 @@ impl RouteStage {
         parse: &Parse,
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
+        v4: V4Queue<'_>,
         look: &Lookups,
-        fast: u32,
         in_port: u16,
         ctx: &StageCtx,
         fast_tx: &mut F,
@@ -173,8 +187,12 @@ impl RouteStage {
         // of `forward` was inlined into it and the callback itself was not
         // inlined, a call with six register saves per packet.
         let mut res = [0u64; BURST_SIZE];
-        if look.n4 != 0 {
-            r.v4.lookup_bulk_raw(&look.a4[..look.n4], &mut res);
+        let addrs = match v4 {
+            V4Queue::AllPlain(dst) => dst,
+            V4Queue::Queued { look, .. } => &look.a4[..look.n4],
+        };
+        if !addrs.is_empty() {
+            r.v4.lookup_bulk_raw(addrs, &mut res);
         }
         let mut general = |p: &mut P, m: &mut Meta, raw: u64, plain: bool| {
             if plain {
@@ -186,31 +204,34 @@ impl RouteStage {
         // Read once: the loops' packet writes would make the compiler reload
         // the table's pointer and length through `r` for every packet.
         let nexthops = r.nexthops();
-        if look.n4 == n && fast == mask_below(n) {
-            // Every packet plain (the common burst): the k-th lookup is
-            // slot k's, so no slot indices and no mask to read.
-            for (k, (slot, &raw)) in slots[..n].iter_mut().zip(&res[..n]).enumerate() {
-                let Some(p) = slot.as_mut() else { continue };
-                let m = &mut meta[k];
-                if let Some(port) = forward_plain_v4(nexthops, p, raw) {
-                    fast_tx.forwarded(slot, m, port, raw as u32);
-                    continue;
-                }
-                m.verdict = general(p, m, raw, true);
-            }
-        } else {
-            for (&i, &raw) in look.i4[..look.n4].iter().zip(&res[..look.n4]) {
-                let i = usize::from(i) % BURST_SIZE;
-                let m = &mut meta[i];
-                let Some(p) = slots[i].as_mut() else { continue };
-                let plain = fast & (1 << i) != 0;
-                if plain {
+        match v4 {
+            V4Queue::AllPlain(_) => {
+                // Slot k's result is the k-th: no slot indices, no mask.
+                for (k, (slot, &raw)) in slots[..n].iter_mut().zip(&res[..n]).enumerate() {
+                    let Some(p) = slot.as_mut() else { continue };
+                    let m = &mut meta[k];
                     if let Some(port) = forward_plain_v4(nexthops, p, raw) {
-                        fast_tx.forwarded(&mut slots[i], m, port, raw as u32);
+                        fast_tx.forwarded(slot, m, port, raw as u32);
                         continue;
                     }
+                    m.verdict = general(p, m, raw, true);
                 }
-                m.verdict = general(p, m, raw, plain);
+                return;
+            }
+            V4Queue::Queued { look: q, fast } => {
+                for (&i, &raw) in q.i4[..q.n4].iter().zip(&res[..q.n4]) {
+                    let i = usize::from(i) % BURST_SIZE;
+                    let m = &mut meta[i];
+                    let Some(p) = slots[i].as_mut() else { continue };
+                    let plain = fast & (1 << i) != 0;
+                    if plain {
+                        if let Some(port) = forward_plain_v4(nexthops, p, raw) {
+                            fast_tx.forwarded(&mut slots[i], m, port, raw as u32);
+                            continue;
+                        }
+                    }
+                    m.verdict = general(p, m, raw, plain);
+                }
             }
         }
         look.lookup_v6(r, meta, |i, val, m| {
@@ -219,6 +240,15 @@ impl RouteStage {
             }
         });
     }
+}
+
+/// The IPv4 packets a burst looks up: every packet plain, in slot order
+/// (their destinations as the lane holds them), or the lookup queue with
+/// `fast` marking the plain packets among them.
+#[derive(Clone, Copy)]
+enum V4Queue<'a> {
+    AllPlain(&'a [u32]),
+    Queued { look: &'a Lookups, fast: u32 },
 }
 
 /// What the fused pass does with a packet its fast path forwarded (rewritten,

@@ -172,7 +172,7 @@ fn packetbuf_prepend_and_adj_on_an_mbuf() {
     let room = m.headroom();
     assert_eq!(
         room,
-        crate::pipeline::packet::VEC_PACKET_HEADROOM,
+        usize::from(crate::pipeline::packet::VEC_PACKET_HEADROOM),
         "the models agree"
     );
     for pkt in [&mut m as &mut dyn PacketBufDyn, &mut v] {

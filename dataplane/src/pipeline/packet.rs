@@ -124,7 +124,7 @@ mod tests {
         p.data_mut()[..20].fill(9);
         assert_eq!(p.headroom, VEC_PACKET_HEADROOM - 20);
         assert!(
-            !p.prepend(VEC_PACKET_HEADROOM),
+            !p.prepend(usize::from(VEC_PACKET_HEADROOM)),
             "more than the headroom left"
         );
         assert_eq!(p.bytes.len(), 23, "a refused prepend changes nothing");

@@ -505,7 +505,12 @@ impl ConnTable {
         now: u64,
     ) -> Option<Entry> {
         let s = probe.0 as usize;
-        if probe.0 != Probe::NONE.0 && self.slots[s].key.same(key) {
+        // The tag check: an earlier call of the burst may have freed or
+        // moved the probed way (its key bytes stay behind).
+        if probe.0 != Probe::NONE.0
+            && self.buckets[s / WAYS].tags[s % WAYS] == Self::tag(hash)
+            && self.slots[s].key.same(key)
+        {
             if self.expired(&self.slots[s], now) {
                 self.free(s);
                 return None;
@@ -579,11 +584,11 @@ impl ConnTable {
     fn place(&mut self, hash: u32, now: u64) -> Result<usize, Full> {
         let b = self.primary(hash);
         let t = Self::tag(hash);
-        let (bucket, w, tag) = if let Some(w) = self.vacant(b, now) {
+        let (bucket, w, tag) = if let Some(w) = self.vacant(b, now, true) {
             (b, w, t)
         } else if self.overflow[b] == u16::MAX {
             return Err(Full);
-        } else if let Some(w) = self.vacant(self.other(b, t), now) {
+        } else if let Some(w) = self.vacant(self.other(b, t), now, true) {
             self.overflow[b] += 1;
             (self.other(b, t), w, t | 1)
         } else if let Some(w) = self.kick(b, now) {
@@ -597,8 +602,11 @@ impl ConnTable {
     }
 
     /// One cuckoo step: moves an entry that sits in its primary bucket `b`
-    /// to its own alternate bucket, if that has room, and returns the way
-    /// it left (free). A live flow moves, it is not evicted.
+    /// to its own alternate bucket, if that has a free way, and returns the
+    /// way it left (free). A live flow moves, it is not evicted. Only free
+    /// ways are looked for (the alternates' tag lines, not their slots'
+    /// timestamps), so an insert into a table full of live flows (a flood
+    /// of new tuples) costs at most 16 slot and 10 tag-line reads.
     fn kick(&mut self, b: usize, now: u64) -> Option<usize> {
         for w in 0..WAYS {
             let tag = self.buckets[b].tags[w];
@@ -606,7 +614,7 @@ impl ConnTable {
                 continue; // already in its alternate
             }
             let alt = self.other(b, tag);
-            if let Some(w2) = self.vacant(alt, now) {
+            if let Some(w2) = self.vacant(alt, now, false) {
                 self.slots[alt * WAYS + w2] = self.slots[b * WAYS + w];
                 self.buckets[alt].tags[w2] = tag | 1;
                 self.buckets[b].tags[w] = 0;
@@ -617,11 +625,15 @@ impl ConnTable {
         None
     }
 
-    /// A free way of bucket `b`, else its first expired way (freed).
-    fn vacant(&mut self, b: usize, now: u64) -> Option<usize> {
+    /// A free way of bucket `b`, else (if `reclaim`) its first expired way,
+    /// freed.
+    fn vacant(&mut self, b: usize, now: u64, reclaim: bool) -> Option<usize> {
         let tags = self.buckets[b].tags;
         if let Some(w) = tags.iter().position(|&x| x == 0) {
             return Some(w);
+        }
+        if !reclaim {
+            return None;
         }
         let w = (0..WAYS).find(|&w| self.expired(&self.slots[b * WAYS + w], now))?;
         self.free(b * WAYS + w);
@@ -1035,6 +1047,17 @@ mod tests {
         }
         assert_eq!(t.lookup(&a, 9, 5).unwrap().last_seen, 5);
         assert_eq!(t.touch_probed(t.probe(9), &a, 9, 200), None, "expired");
+        // Two packets of one flow in a burst: both probed first; the first
+        // frees the expired way, the second must not hit its stale key.
+        let u = udp(1);
+        t.insert(&u, 33, 1, 0).unwrap();
+        let (p1, p2) = (t.probe(33), t.probe(33));
+        assert_eq!(t.touch_probed(p1, &u, 33, 20), None);
+        assert_eq!(t.touch_probed(p2, &u, 33, 20), None);
+        // And after a re-insert the stale probe still finds the new entry.
+        let p3 = t.probe(33);
+        t.insert(&u, 33, 2, 20).unwrap();
+        assert_eq!(t.touch_probed(p3, &u, 33, 21).map(|e| e.backend), Some(2));
         assert_eq!(
             t.touch_probed(Probe::NONE, &b, 9, 1),
             Some(Entry {

@@ -657,7 +657,7 @@ impl ConnTable {
     /// A scan of the whole table, run by the worker itself when it rebinds
     /// to the new tables (the table is the worker's: nobody else may touch
     /// it). It reads every tag and every held slot: `benches/conntrack.rs`
-    /// measured 32–38 ms for 1 M live entries in 2 M ways (release, on a
+    /// measured 32–51 ms for 1 M live entries in 2 M ways (release, on a
     /// loaded 2-core VM), during which the worker does not poll; at 10 Mpps
     /// that is more than an RX ring holds. So a stage with large tables
     /// should rather store stable backend ids (never reused while a tracked

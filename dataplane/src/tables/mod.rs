@@ -1,4 +1,5 @@
-//! Lookup tables (routes, ACL) behind small traits; the DPDK-backed ones wrap
+//! Lookup tables (routes, ACL, the load balancer's Maglev and connection
+//! tables) behind small traits; the DPDK-backed ones wrap
 //! [`crate::dpdk::lpm`] and [`crate::dpdk::acl`].
 //!
 //! This module is safe Rust: it chooses a backend, converts between the
@@ -6,8 +7,12 @@
 //! keeps the linear-scan oracles the tests and benches compare against.
 //! Tables are built by the control plane and read by workers through `&self`;
 //! a change means building a new table and swapping it in between bursts.
+//! The exception is learned state: the load balancer's [`ConnTable`] is one
+//! per worker, owned and written by it, and outlives table swaps.
 pub mod acl;
+pub mod conntrack;
 pub mod flow_cache;
+pub mod maglev;
 pub mod neighbor;
 pub mod prefix;
 pub mod route;
@@ -16,7 +21,9 @@ pub mod set;
 pub mod testing;
 
 pub use acl::{AclAction, AclRule, AclTable};
+pub use conntrack::ConnTable;
 pub use flow_cache::FlowCache;
+pub use maglev::Maglev;
 pub use prefix::Prefix;
 pub use route::{
     raw_value, Route4, Route6, RouteBackend, RouteConfig, RouteTable, MISS, RAW_MISS_FLOOR,

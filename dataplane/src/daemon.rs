@@ -13,7 +13,8 @@ use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
 use crate::pipeline::{Pipeline, Stage};
 use crate::stats::{
-    self, AclCacheReport, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats,
+    self, AclCacheReport, FinalReport, MempoolReport, Originated, PortReport, WorkerReport,
+    WorkerStats,
 };
 use crate::tables::neighbor::NeighborTable;
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
@@ -639,6 +640,7 @@ pub fn run(
             let tx_mpps = (tx - prev_snapshot.1) as f64 / dt / 1e6;
             prev_snapshot = (rx, tx, now);
             let dropped: u64 = drops.values().sum();
+            let bal = stats::Balance::of(&snaps);
             let busy: Vec<String> = snaps
                 .iter()
                 .map(|s| {
@@ -649,11 +651,14 @@ pub fn run(
                 })
                 .collect();
             tracing::info!(
-                "stats rx={rx} tx={tx} dropped={dropped} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} drops={:?}",
+                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} drops={:?} originated_by={:?}",
+                bal.originated,
+                bal.consumed,
                 busy.join(","),
                 reloader.generation(),
                 reloader.counters.reloads.get(),
-                drops
+                drops,
+                stats::originated_totals(&snaps)
             );
         }
     }
@@ -673,12 +678,24 @@ pub fn run(
     let current = tables.load();
     let snaps: Vec<_> = worker_stats.iter().map(|s| s.snapshot()).collect();
     let (rx, tx, drops) = stats::totals(&snaps);
+    let balance = stats::Balance::of(&snaps);
+    if !balance.holds() {
+        // Every path that frees, sends or reuses a buffer counts it once:
+        // a packet that slipped through is a bug, say so.
+        tracing::warn!(
+            ?balance,
+            "accounting: rx + originated != tx + dropped + consumed"
+        );
+    }
     let report = FinalReport {
         duration_s: elapsed,
         rx,
         tx,
         dropped: drops.values().sum(),
         drops,
+        originated: stats::originated_totals(&snaps),
+        originated_total: balance.originated,
+        consumed: balance.consumed,
         events: stats::event_totals(&snaps),
         acl_hits: current.acl.as_ref().map_or(Vec::new(), AclSnapshot::hits),
         acl_flow_cache: acl_cache_report(&current),
@@ -715,9 +732,18 @@ pub fn run(
     Ok(report)
 }
 
+/// `/dataplane/stats` keys of the originated counters (one flat namespace
+/// with the drop reasons), in [`Originated`] order.
+const ORIGINATED_KEYS: [&str; Originated::COUNT] = [
+    "originated_arp_request",
+    "originated_nd_solicit",
+    "originated_icmp_error",
+];
+
 /// The daemon's telemetry endpoints (`dpdk-telemetry.py -f <prefix>`):
-/// `/dataplane/stats` (rx, tx, drops by reason summed over workers) and
-/// `/dataplane/reloads`. They hold counters only, never the tables.
+/// `/dataplane/stats` (rx, tx, drops by reason, originated packets in total
+/// and by kind, consumed, summed over workers) and `/dataplane/reloads`.
+/// They hold counters only, never the tables.
 fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
     let counters = Arc::clone(&reloader.counters);
     let reloads = crate::dpdk::telemetry::register(
@@ -742,6 +768,18 @@ fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
             for r in crate::pipeline::DropReason::ALL {
                 v.push((r.name(), sum(&|w| w.drops[r as usize].get())));
             }
+            let originated = |o: Originated| sum(&|w| w.originated[o as usize].get());
+            v.push((
+                "originated",
+                Originated::ALL.iter().map(|o| originated(*o)).sum(),
+            ));
+            for o in Originated::ALL {
+                v.push((ORIGINATED_KEYS[o as usize], originated(o)));
+            }
+            v.push((
+                "consumed",
+                sum(&|w| w.events[crate::pipeline::Event::Consumed as usize].get()),
+            ));
             v
         },
     );
@@ -780,11 +818,15 @@ fn live_stats(
 ) -> serde_json::Value {
     let snaps: Vec<_> = workers.iter().map(|s| s.snapshot()).collect();
     let (rx, tx, drops) = stats::totals(&snaps);
+    let balance = stats::Balance::of(&snaps);
     serde_json::json!({
         "rx": rx,
         "tx": tx,
         "dropped": drops.values().sum::<u64>(),
         "drops": drops,
+        "originated": stats::originated_totals(&snaps),
+        "originated_total": balance.originated,
+        "consumed": balance.consumed,
         "events": stats::event_totals(&snaps),
         "reloads": reloader.counters.report(),
         "ports": cfg.ports.iter().zip(ports).map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),

@@ -222,6 +222,18 @@ fn print_report(r: &dataplane::stats::FinalReport) {
     for (k, v) in &r.drops {
         println!("  drop {k:<20} {v}");
     }
+    // The router's own packets, sent in the buffers of dropped ones:
+    // rx + originated = tx + dropped + consumed.
+    println!(
+        "  originated: {} ({}) consumed: {}",
+        r.originated_total,
+        r.originated
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        r.consumed
+    );
     println!(
         "  mempool: {} mbufs, {} in use{}",
         r.mempool.size,

@@ -125,6 +125,63 @@ impl RunResult {
     }
 }
 
+/// Asserts the daemon's books balance in a final report (`--stats-json`):
+/// `rx + originated_total = tx + dropped + consumed`, in total and per
+/// worker, with each total the sum of its parts (`dropped` of `drops`,
+/// `originated_total` of `originated`, `consumed` = `events.consumed`).
+/// A packet whose buffer the router reused for a message of its own (ARP
+/// request, neighbour solicitation, time exceeded) is counted as a drop and,
+/// once more, as originated and sent; every other packet is sent, dropped
+/// or consumed exactly once. [`run_daemon`] and [`Daemon::stop`] check every
+/// report they read with it.
+pub fn assert_accounting(report: &Value) {
+    let n = |v: &Value, k: &str| -> u64 {
+        v[k].as_u64()
+            .unwrap_or_else(|| panic!("report has no `{k}` count: {v:#}"))
+    };
+    let sum = |v: &Value| -> u64 {
+        v.as_object()
+            .map_or(0, |m| m.values().map(|x| x.as_u64().unwrap_or(0)).sum())
+    };
+    let balance = |v: &Value, what: &str| {
+        let (rx, tx, dropped) = (n(v, "rx"), n(v, "tx"), n(v, "dropped"));
+        let (orig, consumed) = (n(v, "originated_total"), n(v, "consumed"));
+        assert_eq!(
+            rx + orig,
+            tx + dropped + consumed,
+            "{what}: rx {rx} + originated {orig} != tx {tx} + dropped {dropped} + consumed {consumed}"
+        );
+    };
+    assert_eq!(
+        n(report, "dropped"),
+        sum(&report["drops"]),
+        "dropped = Σ drops"
+    );
+    assert_eq!(
+        n(report, "originated_total"),
+        sum(&report["originated"]),
+        "originated_total = Σ originated"
+    );
+    assert_eq!(
+        n(report, "consumed"),
+        report["events"]["consumed"].as_u64().unwrap_or(0),
+        "consumed = events.consumed"
+    );
+    balance(report, "accounting");
+    let workers = report["workers"].as_array().expect("workers in the report");
+    for (i, w) in workers.iter().enumerate() {
+        // Workers carry the parts; build their totals the same way.
+        let w = serde_json::json!({
+            "rx": n(w, "rx"),
+            "tx": n(w, "tx"),
+            "dropped": sum(&w["drops"]),
+            "originated_total": sum(&w["originated"]),
+            "consumed": w["events"]["consumed"].as_u64().unwrap_or(0),
+        });
+        balance(&w, &format!("worker {i}"));
+    }
+}
+
 /// Runs `dataplane run --config cfg` to completion (the config or `args`
 /// must make it stop, e.g. `--stop-when-idle`), within `timeout`.
 pub fn run_daemon(dir: &Path, cfg: &Path, args: &[&str], timeout: Duration) -> Result<RunResult> {
@@ -153,6 +210,7 @@ pub fn run_daemon(dir: &Path, cfg: &Path, args: &[&str], timeout: Duration) -> R
     }
     let report: Value =
         serde_json::from_slice(&std::fs::read(&json).context("reading stats json")?)?;
+    assert_accounting(&report);
     Ok(RunResult { output, report })
 }
 
@@ -325,6 +383,7 @@ impl Daemon {
             &std::fs::read(&self.stats_json)
                 .with_context(|| format!("daemon log:\n{}", self.log.lock().unwrap()))?,
         )?;
+        assert_accounting(&report);
         Ok((out, report, took))
     }
 }

@@ -219,6 +219,13 @@ fn netns_hosts_ping_through_and_to_the_router() {
     // fd00:10:1::2 (its NS), fd00:10:2::2 (NA).
     assert!(count("neighbor_learned") >= 4, "{ev:#}");
     assert_eq!(count("icmp_error_sent"), 2, "{ev:#}");
+    // The router's own packets sent in dropped packets' buffers: the two
+    // time exceeded, and the ARP request / solicitation for B.
+    let orig = &r["originated"];
+    assert_eq!(orig["icmp_error"], 2, "{orig:#}");
+    assert!(orig["arp_request"].as_u64().unwrap_or(0) >= 1, "{orig:#}");
+    assert!(orig["nd_solicit"].as_u64().unwrap_or(0) >= 1, "{orig:#}");
+    assert_accounting(&r);
     let drops = &r["drops"];
     assert_eq!(drops["ttl_exceeded"], 2, "{drops:#}");
     // At most the first echo per family waited for resolution.

@@ -791,6 +791,7 @@ fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
 /// A port's counters as the reports give them.
 fn port_report(p: &config::PortSection, port: &Port) -> PortReport {
     let s = port.stats();
+    let kernel = port.kernel_rx();
     PortReport {
         name: p.name.get_ref().clone(),
         device: p.device.get_ref().clone(),
@@ -805,6 +806,10 @@ fn port_report(p: &config::PortSection, port: &Port) -> PortReport {
         ierrors: s.ierrors,
         oerrors: s.oerrors,
         rx_nombuf: s.rx_nombuf,
+        kernel_iface: kernel.map(|(i, _)| i.to_owned()),
+        kernel_rx_packets: kernel.map(|(_, k)| k.rx_packets),
+        kernel_rx_dropped: kernel.map(|(_, k)| k.rx_dropped),
+        kernel_ring_dropped: kernel.map(|(_, k)| k.ring_dropped),
     }
 }
 

@@ -215,6 +215,16 @@ fn print_report(r: &dataplane::stats::FinalReport) {
             "  port {:<8} in={:<12} out={:<12} imissed={} ierrors={} oerrors={} rx_nombuf={}",
             p.name, p.ipackets, p.opackets, p.imissed, p.ierrors, p.oerrors, p.rx_nombuf
         );
+        if let (Some(iface), Some(rx), Some(dropped), Some(ring)) = (
+            &p.kernel_iface,
+            p.kernel_rx_packets,
+            p.kernel_rx_dropped,
+            p.kernel_ring_dropped,
+        ) {
+            println!(
+                "       kernel {iface}: rx_packets={rx} rx_dropped={dropped} ring_dropped={ring}"
+            );
+        }
     }
     if r.drops.is_empty() {
         println!("  drops: none");

@@ -206,6 +206,22 @@ pub struct PortReport {
     pub ierrors: u64,
     pub oerrors: u64,
     pub rx_nombuf: u64,
+    /// `net_af_packet` ports only (the PMD reports no receive drops): the
+    /// kernel interface, and its counters since the port was configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_iface: Option<String>,
+    /// Frames the interface received (`statistics/rx_packets`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_rx_packets: Option<u64>,
+    /// Frames the interface dropped before any socket saw them
+    /// (`statistics/rx_dropped` + `rx_missed_errors`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_rx_dropped: Option<u64>,
+    /// Frames the PMD's sockets dropped because their RX ring was full
+    /// (`PACKET_STATISTICS` `tp_drops`): the receive drops `imissed` would
+    /// count on a NIC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_ring_dropped: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

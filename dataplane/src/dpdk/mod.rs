@@ -7,6 +7,7 @@
 #![allow(unsafe_code)]
 
 pub mod acl;
+pub mod af_packet;
 pub mod eal;
 pub mod error;
 pub mod hash;

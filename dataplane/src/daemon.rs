@@ -6,6 +6,7 @@ use crate::config::{self, Config, Hugepages, Resolved, StageKind};
 use crate::control::reload::Reloader;
 use crate::control::socket::{Answer, ControlSocket};
 use crate::dpdk::port::PortConfig;
+use crate::dpdk::tap_signals::SignalSink;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
 use crate::pipeline::acl::{AclCounters, AclStage};
 use crate::pipeline::forward::Forward;
@@ -408,6 +409,9 @@ impl Drop for WorkerGuard<'_> {
     }
 }
 
+/// Nice value of the control thread (see `dpdk::sched`).
+const CONTROL_NICE: i32 = -10;
+
 /// Runs the daemon until a signal, `duration` or idleness stops it.
 pub fn run(
     cfg: &Config,
@@ -417,7 +421,13 @@ pub fn run(
 ) -> Result<FinalReport> {
     let (args, huge) = eal_args(cfg, &opts.eal_overrides)?;
     tracing::info!(args = %args.join(" "), "starting EAL");
+    // The tap PMD signals the process for every frame it receives; keep
+    // those signals off this (the control) thread and off every thread EAL
+    // creates: block them here, before EAL, and let one thread of ours take
+    // them (`dpdk::tap_signals`).
+    SignalSink::block_here();
     let eal = Eal::init(&args).context("EAL init")?;
+    let signal_sink = SignalSink::spawn().context("starting the tap signal thread")?;
     let tsc_hz = eal.tsc_hz();
     if huge {
         if let Err(e) = eal.enable_pdump() {
@@ -565,17 +575,45 @@ pub fn run(
         None => None,
     };
 
-    // Control loop.
+    // This thread runs the control loop and the shutdown: give it the
+    // larger share of the control core when it has work (`dpdk::sched`).
+    // Set last: threads the setup started (EAL's, a PMD's, the signal
+    // sink) keep the default; only threads started from here would inherit.
+    match crate::dpdk::sched::set_thread_nice(CONTROL_NICE) {
+        Ok(()) => tracing::debug!(nice = CONTROL_NICE, "control thread priority raised"),
+        Err(e) => tracing::info!("control thread keeps its priority (nice {CONTROL_NICE}: {e})"),
+    }
+
+    // Control loop, on absolute deadlines: it wakes at every multiple of
+    // `tick` after the start (a late wake-up shortens the next sleep
+    // instead of pushing every later one back), checks the stop flag each
+    // time, and prints the stats line on its own schedule. Nothing in it
+    // blocks for long: snapshots are relaxed loads, port counters and the
+    // kernel's are reads, a control-socket client is dropped after
+    // `CLIENT_TIMEOUT`; only a reload's table build takes longer.
     let started = Instant::now();
     let tick = Duration::from_millis(20);
     let interval = Duration::from_millis(cfg.daemon.stats_interval_ms);
-    let mut last_print = Instant::now();
+    let mut next_tick = started + tick;
+    let mut next_print = started + interval;
     let mut last_rx = 0u64;
-    let mut last_rx_change = Instant::now();
-    let mut prev_snapshot = (0u64, 0u64, Instant::now());
+    let mut last_rx_change = started;
+    let mut prev_snapshot = (0u64, 0u64, started);
+    let mut stop_seen = None;
     loop {
-        std::thread::sleep(tick);
+        let now = Instant::now();
+        if next_tick > now {
+            std::thread::sleep(next_tick - now);
+        }
+        next_tick += tick;
+        let now = Instant::now();
+        if next_tick <= now {
+            // Behind by more than a tick (a reload, a starved CPU): resume
+            // from now rather than run the missed ticks back to back.
+            next_tick = now + tick;
+        }
         if stop.load(Ordering::Relaxed) {
+            stop_seen = Some(now);
             tracing::info!("stop requested");
             break;
         }
@@ -631,8 +669,13 @@ pub fn run(
                 break;
             }
         }
-        if !interval.is_zero() && now.duration_since(last_print) >= interval {
-            last_print = now;
+        if !interval.is_zero() && now >= next_print {
+            // The next line one interval on from this one's slot; a slot
+            // missed entirely is skipped, not printed late twice.
+            next_print += interval;
+            if next_print <= now {
+                next_print = now + interval;
+            }
             let snaps: Vec<_> = worker_stats.iter().map(|s| s.snapshot()).collect();
             let (rx, tx, drops) = stats::totals(&snaps);
             let dt = now.duration_since(prev_snapshot.2).as_secs_f64();
@@ -665,8 +708,10 @@ pub fn run(
     drop(control);
 
     // Shutdown: workers drain and exit, then ports stop and close.
+    let t_stop = stop_seen.unwrap_or_else(Instant::now);
     guard.stop();
     drop(guard);
+    let t_workers = Instant::now();
     let elapsed = started.elapsed().as_secs_f64();
     let mut port_reports = Vec::new();
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
@@ -675,6 +720,7 @@ pub fn run(
         let _ = port.stop();
     }
     drop(ports); // closes: RX rings and PMD caches give their mbufs back
+    let t_ports = Instant::now();
     let current = tables.load();
     let snaps: Vec<_> = worker_stats.iter().map(|s| s.snapshot()).collect();
     let (rx, tx, drops) = stats::totals(&snaps);
@@ -729,6 +775,14 @@ pub fn run(
     drop(tables);
     drop(pool);
     drop(eal);
+    drop(signal_sink);
+    let ms = |a: Instant, b: Instant| b.duration_since(a).as_secs_f64() * 1e3;
+    tracing::info!(
+        workers_ms = format_args!("{:.1}", ms(t_stop, t_workers)),
+        ports_ms = format_args!("{:.1}", ms(t_workers, t_ports)),
+        cleanup_ms = format_args!("{:.1}", ms(t_ports, Instant::now())),
+        "stopped"
+    );
     Ok(report)
 }
 

@@ -343,6 +343,11 @@ impl Daemon {
         self.log.lock().unwrap().clone()
     }
 
+    /// The log as it grows, also after [`Daemon::stop`] took the daemon.
+    pub fn log_handle(&self) -> std::sync::Arc<std::sync::Mutex<String>> {
+        self.log.clone()
+    }
+
     /// Waits until the log satisfies `pred`; fails if the daemon exits first.
     pub fn wait_log(
         &mut self,
@@ -544,66 +549,6 @@ impl VethNs {
         Ok(())
     }
 
-    /// Sends `count` UDP datagrams of `payload` bytes to `dst` from inside
-    /// the namespace, as fast as its kernel takes them, from a thread pinned
-    /// to CPU `cpu` (when given); returns how many `send` accepted. The
-    /// thread joins the namespace itself (`setns`), so no program is needed
-    /// inside it, and a sender on the daemon worker's CPU is guaranteed to
-    /// outrun it: while the sender runs, the worker does not.
-    pub fn udp_flood(
-        &self,
-        dst: std::net::SocketAddr,
-        count: u64,
-        payload: usize,
-        cpu: Option<usize>,
-    ) -> Result<u64> {
-        let path = Path::new("/run/netns").join(&self.ns);
-        std::thread::spawn(move || -> Result<u64> {
-            use std::os::fd::AsRawFd;
-            let ns = std::fs::File::open(&path)
-                .with_context(|| format!("opening {}", path.display()))?;
-            // SAFETY: setns(2) on an open namespace file; it moves only this
-            // thread, which ends with the flood.
-            #[allow(unsafe_code)]
-            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                bail!(
-                    "setns {}: {}",
-                    path.display(),
-                    std::io::Error::last_os_error()
-                );
-            }
-            if let Some(cpu) = cpu {
-                // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET and
-                // sched_setaffinity(0, ..) act on this thread only.
-                #[allow(unsafe_code)]
-                unsafe {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(cpu, &mut set);
-                    if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
-                        bail!(
-                            "pinning the flood to CPU {cpu}: {}",
-                            std::io::Error::last_os_error()
-                        );
-                    }
-                }
-            }
-            let sock =
-                std::net::UdpSocket::bind(if dst.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" })?;
-            let buf = vec![0x5au8; payload];
-            let mut sent = 0;
-            for _ in 0..count {
-                // A full queue (ENOBUFS) or an ICMP error reported back
-                // (ECONNREFUSED) loses that datagram, not the flood.
-                if sock.send_to(&buf, dst).is_ok() {
-                    sent += 1;
-                }
-            }
-            Ok(sent)
-        })
-        .join()
-        .map_err(|_| anyhow::anyhow!("the flood thread panicked"))?
-    }
-
     /// `prog` run inside the namespace (`ip netns exec <ns> prog`).
     pub fn exec(&self, prog: &str) -> Command {
         let mut c = Command::new("ip");
@@ -635,6 +580,93 @@ impl VethNs {
                 .stderr(Stdio::null())
                 .status();
         }
+    }
+}
+
+/// UDP datagrams sent as fast as a namespace's kernel takes them, from a
+/// thread that joins the namespace itself (`setns`, so no program is needed
+/// inside it), optionally pinned to one CPU: a sender on the daemon
+/// worker's CPU is sure to outrun it, since while the sender runs the
+/// worker does not.
+pub struct UdpFlood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<u64>>,
+}
+
+impl UdpFlood {
+    /// Starts sending `payload`-byte datagrams to `dst` from namespace `ns`
+    /// until `max` were accepted or [`UdpFlood::stop`].
+    pub fn start(
+        ns: &VethNs,
+        dst: std::net::SocketAddr,
+        payload: usize,
+        cpu: Option<usize>,
+        max: u64,
+    ) -> UdpFlood {
+        let path = Path::new("/run/netns").join(&ns.ns);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || -> Result<u64> {
+            use std::os::fd::AsRawFd;
+            let ns = std::fs::File::open(&path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            // SAFETY: setns(2) on an open namespace file; it moves only this
+            // thread, which ends with the flood.
+            #[allow(unsafe_code)]
+            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                bail!(
+                    "setns {}: {}",
+                    path.display(),
+                    std::io::Error::last_os_error()
+                );
+            }
+            if let Some(cpu) = cpu {
+                // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET and
+                // sched_setaffinity(0, ..) act on this thread only.
+                #[allow(unsafe_code)]
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                        bail!(
+                            "pinning the flood to CPU {cpu}: {}",
+                            std::io::Error::last_os_error()
+                        );
+                    }
+                }
+            }
+            let any = if dst.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+            let sock = std::net::UdpSocket::bind(any)?;
+            let buf = vec![0x5au8; payload];
+            let mut sent = 0u64;
+            let mut tries = 0u64;
+            while sent < max {
+                tries += 1;
+                if tries.is_multiple_of(256) && flag.load(Ordering::Relaxed) {
+                    break;
+                }
+                // A full queue (ENOBUFS) or an ICMP error reported back
+                // (ECONNREFUSED) loses that datagram, not the flood.
+                if sock.send_to(&buf, dst).is_ok() {
+                    sent += 1;
+                }
+            }
+            Ok(sent)
+        });
+        UdpFlood { stop, thread }
+    }
+
+    /// Waits until the flood has sent its `max`; how many were accepted.
+    pub fn join(self) -> Result<u64> {
+        self.thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the flood thread panicked"))?
+    }
+
+    /// Stops the flood now; how many were accepted.
+    pub fn stop(self) -> Result<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.join()
     }
 }
 

@@ -394,8 +394,8 @@ fn af_packet_ring_overruns_are_reported() {
 
     // The worker runs on core 1 (router_config): so does the sender.
     let n = 200_000;
-    let sent = a
-        .udp_flood("10.10.2.2:9".parse().unwrap(), n, 64, Some(1))
+    let sent = UdpFlood::start(&a, "10.10.2.2:9".parse().unwrap(), 64, Some(1), n)
+        .join()
         .unwrap();
     assert!(sent > n / 2, "only {sent} of {n} datagrams left A");
     // Let the worker drain what the ring still holds.

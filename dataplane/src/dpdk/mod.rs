@@ -16,6 +16,8 @@ pub mod mbuf;
 pub mod mempool;
 pub mod port;
 pub mod ring;
+pub mod sched;
+pub mod tap_signals;
 pub mod telemetry;
 
 pub use eal::{Eal, LcoreId};

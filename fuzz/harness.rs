@@ -21,7 +21,12 @@
 //!   1, and the IPv4 header checksum) or a message the router wrote: ARP,
 //!   or ICMP/ICMPv6 from one of its own addresses with a valid checksum;
 //! - a packet that parses is dropped as `acl_deny` exactly when a linear
-//!   scan of the ACL rules (`AclTable::classify_naive`) denies it.
+//!   scan of the ACL rules (`AclTable::classify_naive`) denies it;
+//! - the books balance as a worker keeps them: `rx + originated = tx +
+//!   dropped + consumed`, where `dropped` is the dispatched drops plus
+//!   those the stages counted themselves (a drop whose buffer became an
+//!   ARP request, a solicitation or a time exceeded, each also counted as
+//!   originated), and every consumed packet counted once.
 //!
 //! Input format: byte 0 = `in_port` (bit 0) and a clock step (bits 1..8,
 //! 50 ms each, so rate limits and solicitation timers can be crossed); then
@@ -41,7 +46,7 @@ use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTa
 use dataplane::pipeline::packet::VEC_PACKET_MAX;
 use dataplane::pipeline::parse::Parse;
 use dataplane::pipeline::{
-    dispatch, new_meta_burst, Collect, DropReason, Meta, StageCtx, VecPacket, Verdict, L3,
+    dispatch, new_meta_burst, Collect, DropReason, Event, Meta, StageCtx, VecPacket, Verdict, L3,
 };
 use dataplane::stats::WorkerCounters;
 use dataplane::tables::AclAction;
@@ -342,6 +347,31 @@ pub fn check(o: &Outcome) {
     assert_eq!(
         (s, d, c),
         (o.out.sent.len(), o.out.dropped.len(), o.out.consumed.len())
+    );
+    check_accounting(o);
+}
+
+/// `rx + originated = tx + dropped + consumed` for the burst, counted as
+/// the worker counts: `Collect` stands in for its TX buffers (one `tx` per
+/// sent packet) and its drop bin (one drop per dispatched drop), the stages
+/// count the rest in `o.counters`.
+fn check_accounting(o: &Outcome) {
+    let c = &o.counters;
+    let sum = |v: &[dataplane::stats::Counter]| v.iter().map(|x| x.get()).sum::<u64>();
+    let rx = o.input.frames.len() as u64;
+    let tx = o.out.sent.len() as u64;
+    let dropped = o.out.dropped.len() as u64 + sum(&c.drops);
+    let originated = sum(&c.originated);
+    let consumed = c.events[Event::Consumed as usize].get();
+    assert_eq!(
+        consumed,
+        o.out.consumed.len() as u64,
+        "every consumed packet counted once"
+    );
+    assert_eq!(
+        rx + originated,
+        tx + dropped + consumed,
+        "accounting: rx {rx} + originated {originated} != tx {tx} + dropped {dropped} + consumed {consumed}"
     );
 }
 

@@ -6,6 +6,7 @@ use crate::config::{self, Config, Hugepages, Resolved, StageKind};
 use crate::control::reload::Reloader;
 use crate::control::socket::{Answer, ControlSocket};
 use crate::dpdk::port::PortConfig;
+use crate::dpdk::tap_signals::SignalSink;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
 use crate::pipeline::acl::{AclCounters, AclStage};
 use crate::pipeline::count::CountStage;
@@ -13,7 +14,9 @@ use crate::pipeline::forward::Forward;
 use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
 use crate::pipeline::{sum_reports, Pipeline, Stage, StageCounters};
-use crate::stats::{self, FinalReport, MempoolReport, PortReport, WorkerReport, WorkerStats};
+use crate::stats::{
+    self, FinalReport, MempoolReport, Originated, PortReport, WorkerReport, WorkerStats,
+};
 use crate::tables::neighbor::NeighborTable;
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
 use crate::tables::set::{AclSnapshot, ParseNeeds, Published, TableSet};
@@ -404,6 +407,9 @@ impl Drop for WorkerGuard<'_> {
     }
 }
 
+/// Nice value of the control thread (see `dpdk::sched`).
+const CONTROL_NICE: i32 = -10;
+
 /// Runs the daemon until a signal, `duration` or idleness stops it.
 pub fn run(
     cfg: &Config,
@@ -413,7 +419,13 @@ pub fn run(
 ) -> Result<FinalReport> {
     let (args, huge) = eal_args(cfg, &opts.eal_overrides)?;
     tracing::info!(args = %args.join(" "), "starting EAL");
+    // The tap PMD signals the process for every frame it receives; keep
+    // those signals off this (the control) thread and off every thread EAL
+    // creates: block them here, before EAL, and let one thread of ours take
+    // them (`dpdk::tap_signals`).
+    SignalSink::block_here();
     let eal = Eal::init(&args).context("EAL init")?;
+    let signal_sink = SignalSink::spawn().context("starting the tap signal thread")?;
     let tsc_hz = eal.tsc_hz();
     if huge {
         if let Err(e) = eal.enable_pdump() {
@@ -563,17 +575,45 @@ pub fn run(
         None => None,
     };
 
-    // Control loop.
+    // This thread runs the control loop and the shutdown: give it the
+    // larger share of the control core when it has work (`dpdk::sched`).
+    // Set last: threads the setup started (EAL's, a PMD's, the signal
+    // sink) keep the default; only threads started from here would inherit.
+    match crate::dpdk::sched::set_thread_nice(CONTROL_NICE) {
+        Ok(()) => tracing::debug!(nice = CONTROL_NICE, "control thread priority raised"),
+        Err(e) => tracing::info!("control thread keeps its priority (nice {CONTROL_NICE}: {e})"),
+    }
+
+    // Control loop, on absolute deadlines: it wakes at every multiple of
+    // `tick` after the start (a late wake-up shortens the next sleep
+    // instead of pushing every later one back), checks the stop flag each
+    // time, and prints the stats line on its own schedule. Nothing in it
+    // blocks for long: snapshots are relaxed loads, port counters and the
+    // kernel's are reads, a control-socket client is dropped after
+    // `CLIENT_TIMEOUT`; only a reload's table build takes longer.
     let started = Instant::now();
     let tick = Duration::from_millis(20);
     let interval = Duration::from_millis(cfg.daemon.stats_interval_ms);
-    let mut last_print = Instant::now();
+    let mut next_tick = started + tick;
+    let mut next_print = started + interval;
     let mut last_rx = 0u64;
-    let mut last_rx_change = Instant::now();
-    let mut prev_snapshot = (0u64, 0u64, Instant::now());
+    let mut last_rx_change = started;
+    let mut prev_snapshot = (0u64, 0u64, started);
+    let mut stop_seen = None;
     loop {
-        std::thread::sleep(tick);
+        let now = Instant::now();
+        if next_tick > now {
+            std::thread::sleep(next_tick - now);
+        }
+        next_tick += tick;
+        let now = Instant::now();
+        if next_tick <= now {
+            // Behind by more than a tick (a reload, a starved CPU): resume
+            // from now rather than run the missed ticks back to back.
+            next_tick = now + tick;
+        }
         if stop.load(Ordering::Relaxed) {
+            stop_seen = Some(now);
             tracing::info!("stop requested");
             break;
         }
@@ -635,8 +675,13 @@ pub fn run(
                 break;
             }
         }
-        if !interval.is_zero() && now.duration_since(last_print) >= interval {
-            last_print = now;
+        if !interval.is_zero() && now >= next_print {
+            // The next line one interval on from this one's slot; a slot
+            // missed entirely is skipped, not printed late twice.
+            next_print += interval;
+            if next_print <= now {
+                next_print = now + interval;
+            }
             let snaps: Vec<_> = worker_stats.iter().map(|s| s.snapshot()).collect();
             let (rx, tx, drops) = stats::totals(&snaps);
             let dt = now.duration_since(prev_snapshot.2).as_secs_f64();
@@ -644,6 +689,7 @@ pub fn run(
             let tx_mpps = (tx - prev_snapshot.1) as f64 / dt / 1e6;
             prev_snapshot = (rx, tx, now);
             let dropped: u64 = drops.values().sum();
+            let bal = stats::Balance::of(&snaps);
             let busy: Vec<String> = snaps
                 .iter()
                 .map(|s| {
@@ -654,19 +700,24 @@ pub fn run(
                 })
                 .collect();
             tracing::info!(
-                "stats rx={rx} tx={tx} dropped={dropped} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} drops={:?}",
+                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} drops={:?} originated_by={:?}",
+                bal.originated,
+                bal.consumed,
                 busy.join(","),
                 reloader.generation(),
                 reloader.counters.reloads.get(),
-                drops
+                drops,
+                stats::originated_totals(&snaps)
             );
         }
     }
     drop(control);
 
     // Shutdown: workers drain and exit, then ports stop and close.
+    let t_stop = stop_seen.unwrap_or_else(Instant::now);
     guard.stop();
     drop(guard);
+    let t_workers = Instant::now();
     let elapsed = started.elapsed().as_secs_f64();
     let mut port_reports = Vec::new();
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
@@ -675,15 +726,28 @@ pub fn run(
         let _ = port.stop();
     }
     drop(ports); // closes: RX rings and PMD caches give their mbufs back
+    let t_ports = Instant::now();
     let current = tables.load();
     let snaps: Vec<_> = worker_stats.iter().map(|s| s.snapshot()).collect();
     let (rx, tx, drops) = stats::totals(&snaps);
+    let balance = stats::Balance::of(&snaps);
+    if !balance.holds() {
+        // Every path that frees, sends or reuses a buffer counts it once:
+        // a packet that slipped through is a bug, say so.
+        tracing::warn!(
+            ?balance,
+            "accounting: rx + originated != tx + dropped + consumed"
+        );
+    }
     let report = FinalReport {
         duration_s: elapsed,
         rx,
         tx,
         dropped: drops.values().sum(),
         drops,
+        originated: stats::originated_totals(&snaps),
+        originated_total: balance.originated,
+        consumed: balance.consumed,
         events: stats::event_totals(&snaps),
         stages: stage_reports(&stage_counters, &current),
         tables: table_report(&current),
@@ -716,12 +780,29 @@ pub fn run(
     drop(tables);
     drop(pool);
     drop(eal);
+    drop(signal_sink);
+    let ms = |a: Instant, b: Instant| b.duration_since(a).as_secs_f64() * 1e3;
+    tracing::info!(
+        workers_ms = format_args!("{:.1}", ms(t_stop, t_workers)),
+        ports_ms = format_args!("{:.1}", ms(t_workers, t_ports)),
+        cleanup_ms = format_args!("{:.1}", ms(t_ports, Instant::now())),
+        "stopped"
+    );
     Ok(report)
 }
 
+/// `/dataplane/stats` keys of the originated counters (one flat namespace
+/// with the drop reasons), in [`Originated`] order.
+const ORIGINATED_KEYS: [&str; Originated::COUNT] = [
+    "originated_arp_request",
+    "originated_nd_solicit",
+    "originated_icmp_error",
+];
+
 /// The daemon's telemetry endpoints (`dpdk-telemetry.py -f <prefix>`):
-/// `/dataplane/stats` (rx, tx, drops by reason summed over workers) and
-/// `/dataplane/reloads`. They hold counters only, never the tables.
+/// `/dataplane/stats` (rx, tx, drops by reason, originated packets in total
+/// and by kind, consumed, summed over workers) and `/dataplane/reloads`.
+/// They hold counters only, never the tables.
 fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
     let counters = Arc::clone(&reloader.counters);
     let reloads = crate::dpdk::telemetry::register(
@@ -746,6 +827,18 @@ fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
             for r in crate::pipeline::DropReason::ALL {
                 v.push((r.name(), sum(&|w| w.drops[r as usize].get())));
             }
+            let originated = |o: Originated| sum(&|w| w.originated[o as usize].get());
+            v.push((
+                "originated",
+                Originated::ALL.iter().map(|o| originated(*o)).sum(),
+            ));
+            for o in Originated::ALL {
+                v.push((ORIGINATED_KEYS[o as usize], originated(o)));
+            }
+            v.push((
+                "consumed",
+                sum(&|w| w.events[crate::pipeline::Event::Consumed as usize].get()),
+            ));
             v
         },
     );
@@ -757,6 +850,7 @@ fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
 /// A port's counters as the reports give them.
 fn port_report(p: &config::PortSection, port: &Port) -> PortReport {
     let s = port.stats();
+    let kernel = port.kernel_rx();
     PortReport {
         name: p.name.get_ref().clone(),
         device: p.device.get_ref().clone(),
@@ -771,6 +865,10 @@ fn port_report(p: &config::PortSection, port: &Port) -> PortReport {
         ierrors: s.ierrors,
         oerrors: s.oerrors,
         rx_nombuf: s.rx_nombuf,
+        kernel_iface: kernel.map(|(i, _)| i.to_owned()),
+        kernel_rx_packets: kernel.map(|(_, k)| k.rx_packets),
+        kernel_rx_dropped: kernel.map(|(_, k)| k.rx_dropped),
+        kernel_ring_dropped: kernel.map(|(_, k)| k.ring_dropped),
     }
 }
 
@@ -785,11 +883,15 @@ fn live_stats(
 ) -> serde_json::Value {
     let snaps: Vec<_> = workers.iter().map(|s| s.snapshot()).collect();
     let (rx, tx, drops) = stats::totals(&snaps);
+    let balance = stats::Balance::of(&snaps);
     serde_json::json!({
         "rx": rx,
         "tx": tx,
         "dropped": drops.values().sum::<u64>(),
         "drops": drops,
+        "originated": stats::originated_totals(&snaps),
+        "originated_total": balance.originated,
+        "consumed": balance.consumed,
         "events": stats::event_totals(&snaps),
         "reloads": reloader.counters.report(),
         "ports": cfg.ports.iter().zip(ports).map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),

@@ -215,6 +215,16 @@ fn print_report(r: &dataplane::stats::FinalReport) {
             "  port {:<8} in={:<12} out={:<12} imissed={} ierrors={} oerrors={} rx_nombuf={}",
             p.name, p.ipackets, p.opackets, p.imissed, p.ierrors, p.oerrors, p.rx_nombuf
         );
+        if let (Some(iface), Some(rx), Some(dropped), Some(ring)) = (
+            &p.kernel_iface,
+            p.kernel_rx_packets,
+            p.kernel_rx_dropped,
+            p.kernel_ring_dropped,
+        ) {
+            println!(
+                "       kernel {iface}: rx_packets={rx} rx_dropped={dropped} ring_dropped={ring}"
+            );
+        }
     }
     if r.drops.is_empty() {
         println!("  drops: none");
@@ -222,6 +232,18 @@ fn print_report(r: &dataplane::stats::FinalReport) {
     for (k, v) in &r.drops {
         println!("  drop {k:<20} {v}");
     }
+    // The router's own packets, sent in the buffers of dropped ones:
+    // rx + originated = tx + dropped + consumed.
+    println!(
+        "  originated: {} ({}) consumed: {}",
+        r.originated_total,
+        r.originated
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        r.consumed
+    );
     println!(
         "  mempool: {} mbufs, {} in use{}",
         r.mempool.size,

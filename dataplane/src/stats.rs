@@ -37,6 +37,46 @@ impl Counter {
     }
 }
 
+/// A packet the router sends that it did not receive as such: the buffer
+/// of a received packet that was counted as a drop, rewritten into a
+/// message of the router's own and sent (so it is counted in `tx` too).
+/// Counting these makes the books balance exactly:
+/// `rx + originated = tx + dropped + consumed`. Replies written over a
+/// request that is *not* counted as a drop (echo reply, ARP reply,
+/// neighbour advertisement) are neither originated nor dropped: one packet
+/// in, one out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Originated {
+    /// ARP request for an unresolved IPv4 next hop, written over the packet
+    /// dropped as `neighbor_unresolved`.
+    ArpRequest = 0,
+    /// Neighbour solicitation for an unresolved IPv6 next hop, written over
+    /// the packet dropped as `neighbor_unresolved`.
+    NdSolicit,
+    /// ICMP / ICMPv6 time exceeded, written over the packet dropped as
+    /// `ttl_exceeded`.
+    IcmpError,
+}
+
+impl Originated {
+    pub const COUNT: usize = Originated::IcmpError as usize + 1;
+    pub const ALL: [Originated; Originated::COUNT] = [
+        Originated::ArpRequest,
+        Originated::NdSolicit,
+        Originated::IcmpError,
+    ];
+
+    /// The counter's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Originated::ArpRequest => "arp_request",
+            Originated::NdSolicit => "nd_solicit",
+            Originated::IcmpError => "icmp_error",
+        }
+    }
+}
+
 /// One worker's counters.
 #[derive(Debug, Default)]
 pub struct WorkerCounters {
@@ -44,6 +84,8 @@ pub struct WorkerCounters {
     pub tx: Counter,
     pub drops: [Counter; DropReason::COUNT],
     pub events: [Counter; Event::COUNT],
+    /// Packets the router originated, by kind (see [`Originated`]).
+    pub originated: [Counter; Originated::COUNT],
     /// TSC cycles spent in each pipeline stage (profiling only), and in the
     /// dispatch pass + TX (last slot).
     pub stage_cycles: [Counter; MAX_STAGES + 1],
@@ -73,6 +115,13 @@ impl WorkerCounters {
         self.events[e as usize].add(1);
     }
 
+    /// A dropped packet's buffer is going out as a message of the router's
+    /// own (`kind`): counted once here, and again in `tx` when sent.
+    #[inline(always)]
+    pub fn count_originated(&self, kind: Originated) {
+        self.originated[kind as usize].add(1);
+    }
+
     pub fn snapshot(&self) -> WorkerSnapshot {
         WorkerSnapshot {
             rx: self.rx.get(),
@@ -85,6 +134,11 @@ impl WorkerCounters {
             events: Event::ALL
                 .iter()
                 .map(|e| (e.name().to_owned(), self.events[*e as usize].get()))
+                .filter(|(_, v)| *v != 0)
+                .collect(),
+            originated: Originated::ALL
+                .iter()
+                .map(|o| (o.name().to_owned(), self.originated[*o as usize].get()))
                 .filter(|(_, v)| *v != 0)
                 .collect(),
             stage_cycles: self.stage_cycles.iter().map(Counter::get).collect(),
@@ -105,6 +159,8 @@ pub struct WorkerSnapshot {
     pub drops: BTreeMap<String, u64>,
     /// Non-zero slow-path event counters by name.
     pub events: BTreeMap<String, u64>,
+    /// Non-zero originated-packet counters by kind ([`Originated`]).
+    pub originated: BTreeMap<String, u64>,
     /// Per-stage TSC cycles (profiling), dispatch last.
     pub stage_cycles: Vec<u64>,
     pub empty_polls: u64,
@@ -117,6 +173,20 @@ pub struct WorkerSnapshot {
 impl WorkerSnapshot {
     pub fn dropped(&self) -> u64 {
         self.drops.values().sum()
+    }
+
+    /// Packets the router originated (every kind).
+    pub fn originated_total(&self) -> u64 {
+        self.originated.values().sum()
+    }
+
+    /// Packets the router used up (ARP replies, neighbour advertisements
+    /// it learned from): freed, neither sent nor dropped.
+    pub fn consumed(&self) -> u64 {
+        self.events
+            .get(Event::Consumed.name())
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -136,6 +206,22 @@ pub struct PortReport {
     pub ierrors: u64,
     pub oerrors: u64,
     pub rx_nombuf: u64,
+    /// `net_af_packet` ports only (the PMD reports no receive drops): the
+    /// kernel interface, and its counters since the port was configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_iface: Option<String>,
+    /// Frames the interface received (`statistics/rx_packets`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_rx_packets: Option<u64>,
+    /// Frames the interface dropped before any socket saw them
+    /// (`statistics/rx_dropped` + `rx_missed_errors`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_rx_dropped: Option<u64>,
+    /// Frames the PMD's sockets dropped because their RX ring was full
+    /// (`PACKET_STATISTICS` `tp_drops`): the receive drops `imissed` would
+    /// count on a NIC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_ring_dropped: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -172,6 +258,13 @@ pub struct FinalReport {
     pub tx: u64,
     pub dropped: u64,
     pub drops: BTreeMap<String, u64>,
+    /// Packets the router sent in the buffer of a packet it dropped, by
+    /// kind (non-zero only); see [`Originated`].
+    pub originated: BTreeMap<String, u64>,
+    /// Sum of `originated`.
+    pub originated_total: u64,
+    /// Packets the router used up (= `events.consumed`).
+    pub consumed: u64,
     pub events: BTreeMap<String, u64>,
     pub rx_mpps: f64,
     /// Each stage's own counters, summed over workers, by stage name
@@ -205,6 +298,49 @@ pub fn totals(workers: &[WorkerSnapshot]) -> (u64, u64, BTreeMap<String, u64>) {
     (rx, tx, drops)
 }
 
+/// Packets by where they came from and went, summed over workers: what
+/// the accounting identity `rx + originated = tx + dropped + consumed`
+/// relates. Exact once the workers have stopped (while they run, packets
+/// in their TX buffers are in neither `tx` nor a drop yet).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Balance {
+    pub rx: u64,
+    pub tx: u64,
+    pub dropped: u64,
+    pub originated: u64,
+    pub consumed: u64,
+}
+
+impl Balance {
+    pub fn of(workers: &[WorkerSnapshot]) -> Balance {
+        let mut b = Balance::default();
+        for w in workers {
+            b.rx += w.rx;
+            b.tx += w.tx;
+            b.dropped += w.dropped();
+            b.originated += w.originated_total();
+            b.consumed += w.consumed();
+        }
+        b
+    }
+
+    /// Whether every packet is accounted for.
+    pub fn holds(&self) -> bool {
+        self.rx + self.originated == self.tx + self.dropped + self.consumed
+    }
+}
+
+/// Sums the originated-packet counters of all workers, by kind.
+pub fn originated_totals(workers: &[WorkerSnapshot]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for w in workers {
+        for (k, v) in &w.originated {
+            *m.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    m
+}
+
 /// Sums the event counters of all workers.
 pub fn event_totals(workers: &[WorkerSnapshot]) -> BTreeMap<String, u64> {
     let mut ev = BTreeMap::new();
@@ -214,4 +350,48 @@ pub fn event_totals(workers: &[WorkerSnapshot]) -> BTreeMap<String, u64> {
         }
     }
     ev
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker that received 5 packets, forwarded 2, dropped 3 of which
+    /// one became an ARP request and one a time exceeded (both sent), and
+    /// consumed none: 5 + 2 = 4 + 3. Without the originated count the
+    /// books are 2 short.
+    #[test]
+    fn originated_packets_balance_the_books() {
+        let c = WorkerCounters::default();
+        c.rx.add(5);
+        c.tx.add(4);
+        c.count_drop(DropReason::NoRoute, 1);
+        c.count_drop(DropReason::NeighborUnresolved, 1);
+        c.count_originated(Originated::ArpRequest);
+        c.count_drop(DropReason::TtlExceeded, 1);
+        c.count_originated(Originated::IcmpError);
+        let s = c.snapshot();
+        assert_eq!(
+            s.originated,
+            BTreeMap::from([("arp_request".into(), 1), ("icmp_error".into(), 1)])
+        );
+        let b = Balance::of(&[s.clone(), s]);
+        assert_eq!(
+            (b.rx, b.tx, b.dropped, b.originated, b.consumed),
+            (10, 8, 6, 4, 0)
+        );
+        assert!(b.holds());
+        assert!(!Balance { originated: 0, ..b }.holds());
+    }
+
+    /// A consumed packet (an ARP reply learned from) leaves by neither door.
+    #[test]
+    fn consumed_packets_are_counted_from_the_event() {
+        let c = WorkerCounters::default();
+        c.rx.add(1);
+        c.count_event(Event::Consumed);
+        let b = Balance::of(&[c.snapshot()]);
+        assert_eq!(b.consumed, 1);
+        assert!(b.holds());
+    }
 }

@@ -200,6 +200,7 @@ struct Run {
     consumed: Vec<Vec<u8>>,
     drops: Vec<u64>,
     events: Vec<u64>,
+    originated: Vec<u64>,
     /// Per-rule ACL hits, then flow-cache hits and misses, in this burst.
     acl: Vec<u64>,
     /// The `count` stage's counters so far (null without one).
@@ -250,6 +251,17 @@ fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64, direct:
             "count after the forwarder missed packets"
         );
     }
+    // The books balance per burst: rx + originated = tx + dropped +
+    // consumed, the drops being the dispatched ones and those the stages
+    // counted for the buffers they turned into packets of their own.
+    let total = |v: &[dataplane::stats::Counter]| v.iter().map(|c| c.get()).sum::<u64>();
+    let consumed = counters.events[dataplane::pipeline::Event::Consumed as usize].get();
+    assert_eq!(consumed, out.consumed.len() as u64, "consumed counted once");
+    assert_eq!(
+        n as u64 + total(&counters.originated),
+        (out.sent.len() + out.dropped.len()) as u64 + total(&counters.drops) + consumed,
+        "accounting: rx + originated = tx + dropped + consumed"
+    );
     Run {
         count,
         verdicts: meta[..n].iter().map(|m| m.verdict).collect(),
@@ -271,6 +283,7 @@ fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64, direct:
         consumed: out.consumed.into_iter().map(|v| v.bytes).collect(),
         drops: counters.drops.iter().map(|c| c.get()).collect(),
         events: counters.events.iter().map(|c| c.get()).collect(),
+        originated: counters.originated.iter().map(|c| c.get()).collect(),
         acl: acl_counts(side)
             .iter()
             .zip(&acl_before)

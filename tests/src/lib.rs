@@ -125,6 +125,63 @@ impl RunResult {
     }
 }
 
+/// Asserts the daemon's books balance in a final report (`--stats-json`):
+/// `rx + originated_total = tx + dropped + consumed`, in total and per
+/// worker, with each total the sum of its parts (`dropped` of `drops`,
+/// `originated_total` of `originated`, `consumed` = `events.consumed`).
+/// A packet whose buffer the router reused for a message of its own (ARP
+/// request, neighbour solicitation, time exceeded) is counted as a drop and,
+/// once more, as originated and sent; every other packet is sent, dropped
+/// or consumed exactly once. [`run_daemon`] and [`Daemon::stop`] check every
+/// report they read with it.
+pub fn assert_accounting(report: &Value) {
+    let n = |v: &Value, k: &str| -> u64 {
+        v[k].as_u64()
+            .unwrap_or_else(|| panic!("report has no `{k}` count: {v:#}"))
+    };
+    let sum = |v: &Value| -> u64 {
+        v.as_object()
+            .map_or(0, |m| m.values().map(|x| x.as_u64().unwrap_or(0)).sum())
+    };
+    let balance = |v: &Value, what: &str| {
+        let (rx, tx, dropped) = (n(v, "rx"), n(v, "tx"), n(v, "dropped"));
+        let (orig, consumed) = (n(v, "originated_total"), n(v, "consumed"));
+        assert_eq!(
+            rx + orig,
+            tx + dropped + consumed,
+            "{what}: rx {rx} + originated {orig} != tx {tx} + dropped {dropped} + consumed {consumed}"
+        );
+    };
+    assert_eq!(
+        n(report, "dropped"),
+        sum(&report["drops"]),
+        "dropped = Σ drops"
+    );
+    assert_eq!(
+        n(report, "originated_total"),
+        sum(&report["originated"]),
+        "originated_total = Σ originated"
+    );
+    assert_eq!(
+        n(report, "consumed"),
+        report["events"]["consumed"].as_u64().unwrap_or(0),
+        "consumed = events.consumed"
+    );
+    balance(report, "accounting");
+    let workers = report["workers"].as_array().expect("workers in the report");
+    for (i, w) in workers.iter().enumerate() {
+        // Workers carry the parts; build their totals the same way.
+        let w = serde_json::json!({
+            "rx": n(w, "rx"),
+            "tx": n(w, "tx"),
+            "dropped": sum(&w["drops"]),
+            "originated_total": sum(&w["originated"]),
+            "consumed": w["events"]["consumed"].as_u64().unwrap_or(0),
+        });
+        balance(&w, &format!("worker {i}"));
+    }
+}
+
 /// Runs `dataplane run --config cfg` to completion (the config or `args`
 /// must make it stop, e.g. `--stop-when-idle`), within `timeout`.
 pub fn run_daemon(dir: &Path, cfg: &Path, args: &[&str], timeout: Duration) -> Result<RunResult> {
@@ -153,6 +210,7 @@ pub fn run_daemon(dir: &Path, cfg: &Path, args: &[&str], timeout: Duration) -> R
     }
     let report: Value =
         serde_json::from_slice(&std::fs::read(&json).context("reading stats json")?)?;
+    assert_accounting(&report);
     Ok(RunResult { output, report })
 }
 
@@ -285,6 +343,11 @@ impl Daemon {
         self.log.lock().unwrap().clone()
     }
 
+    /// The log as it grows, also after [`Daemon::stop`] took the daemon.
+    pub fn log_handle(&self) -> std::sync::Arc<std::sync::Mutex<String>> {
+        self.log.clone()
+    }
+
     /// Waits until the log satisfies `pred`; fails if the daemon exits first.
     pub fn wait_log(
         &mut self,
@@ -325,6 +388,7 @@ impl Daemon {
             &std::fs::read(&self.stats_json)
                 .with_context(|| format!("daemon log:\n{}", self.log.lock().unwrap()))?,
         )?;
+        assert_accounting(&report);
         Ok((out, report, took))
     }
 }
@@ -516,6 +580,93 @@ impl VethNs {
                 .stderr(Stdio::null())
                 .status();
         }
+    }
+}
+
+/// UDP datagrams sent as fast as a namespace's kernel takes them, from a
+/// thread that joins the namespace itself (`setns`, so no program is needed
+/// inside it), optionally pinned to one CPU: a sender on the daemon
+/// worker's CPU is sure to outrun it, since while the sender runs the
+/// worker does not.
+pub struct UdpFlood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<u64>>,
+}
+
+impl UdpFlood {
+    /// Starts sending `payload`-byte datagrams to `dst` from namespace `ns`
+    /// until `max` were accepted or [`UdpFlood::stop`].
+    pub fn start(
+        ns: &VethNs,
+        dst: std::net::SocketAddr,
+        payload: usize,
+        cpu: Option<usize>,
+        max: u64,
+    ) -> UdpFlood {
+        let path = Path::new("/run/netns").join(&ns.ns);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || -> Result<u64> {
+            use std::os::fd::AsRawFd;
+            let ns = std::fs::File::open(&path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            // SAFETY: setns(2) on an open namespace file; it moves only this
+            // thread, which ends with the flood.
+            #[allow(unsafe_code)]
+            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                bail!(
+                    "setns {}: {}",
+                    path.display(),
+                    std::io::Error::last_os_error()
+                );
+            }
+            if let Some(cpu) = cpu {
+                // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET and
+                // sched_setaffinity(0, ..) act on this thread only.
+                #[allow(unsafe_code)]
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                        bail!(
+                            "pinning the flood to CPU {cpu}: {}",
+                            std::io::Error::last_os_error()
+                        );
+                    }
+                }
+            }
+            let any = if dst.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+            let sock = std::net::UdpSocket::bind(any)?;
+            let buf = vec![0x5au8; payload];
+            let mut sent = 0u64;
+            let mut tries = 0u64;
+            while sent < max {
+                tries += 1;
+                if tries.is_multiple_of(256) && flag.load(Ordering::Relaxed) {
+                    break;
+                }
+                // A full queue (ENOBUFS) or an ICMP error reported back
+                // (ECONNREFUSED) loses that datagram, not the flood.
+                if sock.send_to(&buf, dst).is_ok() {
+                    sent += 1;
+                }
+            }
+            Ok(sent)
+        });
+        UdpFlood { stop, thread }
+    }
+
+    /// Waits until the flood has sent its `max`; how many were accepted.
+    pub fn join(self) -> Result<u64> {
+        self.thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the flood thread panicked"))?
+    }
+
+    /// Stops the flood now; how many were accepted.
+    pub fn stop(self) -> Result<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.join()
     }
 }
 

@@ -663,6 +663,15 @@ fn router_golden_pcap() {
     assert_eq!(ev["icmp_error_sent"], 5);
     assert_eq!(ev["arp_request_sent"], 1);
     assert_eq!(ev["consumed"], 1);
+    // The ARP request and the five time exceeded went out in the buffers of
+    // packets counted as drops: originated, so the books balance.
+    assert_eq!(
+        r.report["originated"],
+        serde_json::json!({"arp_request": 1, "icmp_error": 5})
+    );
+    assert_eq!(r.report["originated_total"], 6);
+    assert_eq!(r.report["consumed"], 1);
+    assert_accounting(&r.report);
     // ACL hits: rule 0 (ssh) 3, rule 1 (source) 1, default the rest of IP.
     let acl = &r.report["stages"]["acl"];
     assert_eq!(acl["rule_hits"][0], 3);

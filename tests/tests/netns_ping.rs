@@ -9,7 +9,9 @@
 //! leaked. Needs root; without it the test fails and says so.
 //!
 //! The same hosts on `net_tap` ports check the TX checksum offload: the
-//! tap PMD has it, af_packet does not.
+//! tap PMD has it, af_packet does not. A flood into an af_packet port with a
+//! tiny ring checks that the ring overruns the PMD never reports show in
+//! the port report's kernel counters.
 use dataplane_tests::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -219,6 +221,13 @@ fn netns_hosts_ping_through_and_to_the_router() {
     // fd00:10:1::2 (its NS), fd00:10:2::2 (NA).
     assert!(count("neighbor_learned") >= 4, "{ev:#}");
     assert_eq!(count("icmp_error_sent"), 2, "{ev:#}");
+    // The router's own packets sent in dropped packets' buffers: the two
+    // time exceeded, and the ARP request / solicitation for B.
+    let orig = &r["originated"];
+    assert_eq!(orig["icmp_error"], 2, "{orig:#}");
+    assert!(orig["arp_request"].as_u64().unwrap_or(0) >= 1, "{orig:#}");
+    assert!(orig["nd_solicit"].as_u64().unwrap_or(0) >= 1, "{orig:#}");
+    assert_accounting(&r);
     let drops = &r["drops"];
     assert_eq!(drops["ttl_exceeded"], 2, "{drops:#}");
     // At most the first echo per family waited for resolution.
@@ -353,4 +362,75 @@ fn tap_hosts_ping_through_with_checksum_offload() {
 #[test]
 fn tap_hosts_ping_through_with_software_checksums() {
     tap_hosts_ping_through(false);
+}
+
+/// An af_packet port with a two-frame RX ring, flooded from its host by a
+/// sender on the worker's CPU (so the worker cannot drain the ring while
+/// the sender runs): the ring overflows. The PMD reports nothing of it
+/// (`imissed` stays 0, `ipackets` is what it read); the port report's
+/// kernel counters do: `kernel_ring_dropped` is the kernel's count of
+/// frames the ring had no room for, and the interface's `rx_packets` is
+/// every frame read plus every frame dropped, to within what the ring
+/// holds. (`kernel_rx_dropped`, the interface's own drop counter, does not
+/// count ring overruns: the interface received those frames fine.)
+#[test]
+fn af_packet_ring_overruns_are_reported() {
+    let (ns_a, if_a) = VethNs::names("ra");
+    let (ns_b, if_b) = VethNs::names("rb");
+    let (addrs_a, addrs_b) = host_addrs();
+    let a = VethNs::create(&ns_a, &if_a, "ethA", &addrs_a)
+        .expect("setting up namespace A (this test needs root)");
+    let b = VethNs::create(&ns_b, &if_b, "ethB", &addrs_b)
+        .expect("setting up namespace B (this test needs root)");
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = file_prefix("ring");
+    let cfg = dir.path().join("router.toml");
+    // framecnt=2 with framesz=2048 in 4 KiB blocks: one block, two frames.
+    let ring = "qpairs=1,blocksz=4096,framesz=2048,framecnt=2";
+    let dev_a = format!("net_af_packet0,iface={},{ring}", a.host_if);
+    let dev_b = format!("net_af_packet1,iface={},qpairs=1", b.host_if);
+    std::fs::write(&cfg, router_config(&prefix, &dev_a, &dev_b, "")).unwrap();
+    let running = Running::start(dir.path(), &cfg, prefix);
+
+    // The worker runs on core 1 (router_config): so does the sender.
+    let n = 200_000;
+    let sent = UdpFlood::start(&a, "10.10.2.2:9".parse().unwrap(), 64, Some(1), n)
+        .join()
+        .unwrap();
+    assert!(sent > n / 2, "only {sent} of {n} datagrams left A");
+    // Let the worker drain what the ring still holds.
+    std::thread::sleep(Duration::from_millis(300));
+
+    let r = running.stop();
+    let pa = &r["ports"][0];
+    eprintln!("port a: {pa:#}");
+    let get = |k: &str| {
+        pa[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {k} in port a: {pa:#}"))
+    };
+    assert_eq!(pa["kernel_iface"], a.host_if.as_str(), "{pa:#}");
+    assert_eq!(pa["driver"], "net_af_packet", "{pa:#}");
+    let (ipackets, ring_dropped) = (get("ipackets"), get("kernel_ring_dropped"));
+    let kernel_rx = get("kernel_rx_packets");
+    assert_eq!(get("imissed"), 0, "the PMD never reports receive drops");
+    assert!(
+        ring_dropped > 0,
+        "the flood did not overrun the ring: {pa:#}"
+    );
+    assert!(
+        kernel_rx > ipackets,
+        "the interface received no more than the PMD read: {pa:#}"
+    );
+    // Every frame the interface received was read or dropped, but for the
+    // ring's two frames at either end (held when counting started / left
+    // unread at the end).
+    let accounted = ipackets + ring_dropped;
+    assert!(
+        kernel_rx.abs_diff(accounted) <= 2,
+        "kernel rx_packets {kernel_rx} != ipackets {ipackets} + ring drops {ring_dropped}: {pa:#}"
+    );
+    assert_eq!(r["mempool"]["in_use"], 0, "mbufs leaked: {r:#}");
+    // The other port has a default ring and its own counters.
+    assert_eq!(r["ports"][1]["kernel_iface"], b.host_if.as_str());
 }

@@ -76,6 +76,10 @@ pairs = [["p0", "p1"]]
     assert!(own["rx"].as_u64().unwrap() > 0, "{own}");
     assert!(own["tx"].as_u64().unwrap() > 0, "{own}");
     assert_eq!(own["no_output"], 0, "{own}");
+    // A cross-connect originates nothing and consumes nothing.
+    assert_eq!(own["originated"], 0, "{own}");
+    assert_eq!(own["originated_arp_request"], 0, "{own}");
+    assert_eq!(own["consumed"], 0, "{own}");
     let reloads = ask("/dataplane/reloads");
     assert_eq!(reloads["generation"], 0, "{reloads}");
     assert_eq!(reloads["refusals"], 0, "{reloads}");

@@ -8,9 +8,9 @@
 //! on the new set), the other port's counter must stand still: no packet
 //! leaves by the old set. In the middle, a broken config and a port change
 //! are refused and traffic keeps flowing on the running set; SIGHUP with an
-//! unchanged file is a no-op that still logs. At the end: rx = tx + drops,
-//! every drop an ACL deny (the only one either config explains), every mbuf
-//! back in the pool.
+//! unchanged file is a no-op that still logs. At the end: the books
+//! balance (`assert_accounting`), every drop an ACL deny (the only one
+//! either config explains), every mbuf back in the pool.
 use dataplane_tests::*;
 use serde_json::Value;
 use std::path::Path;
@@ -213,10 +213,7 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert_eq!(report["mempool"]["in_use"], 0, "mbuf leak: {stdout}");
-    let rx = report["rx"].as_u64().unwrap();
-    let tx = report["tx"].as_u64().unwrap();
-    let dropped = report["dropped"].as_u64().unwrap();
-    assert_eq!(rx, tx + dropped, "rx = tx + drops: {report}");
+    assert_accounting(&report);
     let drops = report["drops"].as_object().unwrap();
     assert!(
         drops.keys().all(|k| k == "acl_deny"),

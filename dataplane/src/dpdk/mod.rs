@@ -7,6 +7,7 @@
 #![allow(unsafe_code)]
 
 pub mod acl;
+pub mod af_packet;
 pub mod eal;
 pub mod error;
 pub mod hash;
@@ -15,6 +16,8 @@ pub mod mbuf;
 pub mod mempool;
 pub mod port;
 pub mod ring;
+pub mod sched;
+pub mod tap_signals;
 pub mod telemetry;
 
 pub use eal::{Eal, LcoreId};

@@ -4,6 +4,7 @@
 //! path uses `RxQueue`/`TxQueue` tokens instead: each is handed out once, so a
 //! queue is polled by exactly one worker, which is what DPDK's lock-free
 //! burst functions require.
+use super::af_packet::{KernelRx, KernelRxStats};
 use super::error::{self, check, DpdkError};
 use super::mbuf::{free_bulk, slots_as_raw, Mbuf};
 use super::mempool::Mempool;
@@ -48,6 +49,8 @@ pub struct DeviceInfo {
     pub min_mtu: u16,
     pub max_mtu: u16,
     pub socket: i32,
+    /// The kernel interface behind the port (af_packet, tap), else 0.
+    pub if_index: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,6 +82,8 @@ pub struct Port {
     soft_mac: Option<[u8; 6]>,
     rx_taken: Vec<bool>,
     tx_taken: Vec<bool>,
+    /// `net_af_packet` only: the kernel's counters the PMD does not report.
+    kernel_rx: Option<KernelRx>,
     _pool: Arc<Mempool>,
 }
 
@@ -125,6 +130,7 @@ fn device_info(id: PortId) -> Result<DeviceInfo, DpdkError> {
         min_mtu: info.min_mtu,
         max_mtu: info.max_mtu,
         socket,
+        if_index: info.if_index,
     })
 }
 
@@ -228,6 +234,20 @@ impl Port {
                 tracing::warn!(port = name, "promiscuous mode: {}", error::strerror(-rc));
             }
         }
+        // The af_packet PMD reports no receive drops at all: watch its
+        // sockets and interface (see `af_packet`). Its sockets exist since
+        // EAL probed the device, so counting starts here.
+        let kernel_rx = (info.driver == "net_af_packet" && info.if_index != 0)
+            .then(|| KernelRx::open(info.if_index))
+            .flatten();
+        if let Some(k) = &kernel_rx {
+            tracing::debug!(
+                port = name,
+                iface = k.iface(),
+                sockets = k.sockets(),
+                "watching the kernel's receive counters"
+            );
+        }
         Ok(Port {
             id,
             name: name.to_owned(),
@@ -237,6 +257,7 @@ impl Port {
             soft_mac,
             rx_taken: vec![false; cfg.rx_queues as usize],
             tx_taken: vec![false; cfg.tx_queues as usize],
+            kernel_rx,
             _pool: pool,
         })
     }
@@ -329,6 +350,14 @@ impl Port {
 
     pub fn stats(&self) -> PortStats {
         stats(self.id)
+    }
+
+    /// `net_af_packet` ports: the kernel interface's name and its receive
+    /// counters since the port was configured, socket ring drops included
+    /// (what the PMD leaves out of [`Port::stats`]); `None` for other
+    /// drivers.
+    pub fn kernel_rx(&self) -> Option<(&str, KernelRxStats)> {
+        self.kernel_rx.as_ref().map(|k| (k.iface(), k.read()))
     }
 
     /// Extended statistics as (name, value) pairs.

@@ -7,6 +7,7 @@
 //!
 //! Every function returns the packet's verdict.
 use super::{DropReason, Event, Meta, PacketBuf, StageCtx, Verdict};
+use crate::stats::Originated;
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::Routing;
 use crate::wire::checksum;
@@ -388,6 +389,7 @@ pub fn time_exceeded_v4<P: PacketBuf>(
     data[len..].fill(0);
     ctx.counters.count_drop(DropReason::TtlExceeded, 1);
     ctx.counters.count_event(Event::IcmpError);
+    ctx.counters.count_originated(Originated::IcmpError);
     Verdict::Tx(port)
 }
 
@@ -447,6 +449,7 @@ pub fn time_exceeded_v6<P: PacketBuf>(
     }
     ctx.counters.count_drop(DropReason::TtlExceeded, 1);
     ctx.counters.count_event(Event::IcmpError);
+    ctx.counters.count_originated(Originated::IcmpError);
     Verdict::Tx(port)
 }
 
@@ -490,6 +493,11 @@ pub fn solicit<P: PacketBuf>(
         Event::ArpRequest
     } else {
         Event::NdSolicit
+    });
+    ctx.counters.count_originated(if target.is_ipv4() {
+        Originated::ArpRequest
+    } else {
+        Originated::NdSolicit
     });
     Verdict::Tx(out_port)
 }

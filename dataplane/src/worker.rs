@@ -181,8 +181,8 @@ impl Worker {
         let mut last_drain = start;
         // The TSC is read after every empty poll but only after every
         // `TSC_EVERY`-th busy iteration: under load a read costs as much as
-        // the whole forward stage of a burst (perf: ~15 % of the worker's own
-        // time in `forward`). A read closes a span; a span with packets counts
+        // the whole forward stage of a burst (it showed in the profile of
+        // `forward`). A read closes a span; a span with packets counts
         // as busy (it may end with one empty poll). `now` and the drain
         // timer lag by at most TSC_EVERY - 1 busy iterations (well under a
         // microsecond), and full TX buffers flush on their own.

@@ -258,7 +258,7 @@ fn default_acl_flow_cache() -> Spanned<usize> {
 impl AclConfig {
     /// 16,384 entries (768 KiB per worker): room for about 8,000 active
     /// flows at half load, where an 8-way bucket rarely overflows (at 8,192
-    /// entries the bench's 4,000 flows lost 1.7 % of lookups to overflow).
+    /// the bench's 4,000 flows lost lookups to bucket overflow).
     pub const DEFAULT_FLOW_CACHE: usize = 16384;
     /// 2^24 entries (768 MiB per worker) at most.
     pub const MAX_FLOW_CACHE: usize = 1 << 24;

@@ -5,8 +5,8 @@
 //! whatever else runs on the control core (a flood's senders and softirq
 //! work, a build, the tap PMD's signal handling): CFS gives a runnable
 //! thread of nice 0 a share equal to every other's, so three busy threads
-//! on the core left it a third, and a shutdown that takes 0.2 s on a quiet
-//! core took over a second. A lower nice value gives it the larger weight;
+//! on the core left it a third, and a shutdown that is quick on a quiet
+//! core took several times as long. A lower nice value gives it the larger weight;
 //! since it sleeps between ticks, it takes that CPU only when it needs it.
 use std::io;
 

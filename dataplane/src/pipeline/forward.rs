@@ -36,6 +36,11 @@ impl StageOps for Forward {
     fn forwards(&self) -> bool {
         true
     }
+
+    #[inline(always)]
+    fn whole_burst<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
+        self.process_whole(pkts, in_port)
+    }
 }
 
 impl Forward {

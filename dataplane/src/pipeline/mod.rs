@@ -113,6 +113,13 @@ pub trait StageOps {
     fn forwards(&self) -> bool {
         false
     }
+
+    /// When the stage is the whole pipeline: sends a burst whole to one
+    /// port without any `Meta` (rewriting it as needed), returning the
+    /// port, or `None` for the per-packet path (`run_and_dispatch`).
+    fn whole_burst<P: PacketBuf>(&self, _pkts: &mut Burst<P>, _in_port: u16) -> Option<u16> {
+        None
+    }
 }
 
 /// The closed set of stages; one `match` per stage per burst.
@@ -159,6 +166,11 @@ impl Stage {
     }
 
     #[inline(always)]
+    fn whole_burst<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
+        each_stage!(self, s => StageOps::whole_burst(s, pkts, in_port))
+    }
+
+    #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
         pkts: &mut Burst<P>,
@@ -197,6 +209,9 @@ impl<T: StageOps + ?Sized> StageOps for Box<T> {
     }
     fn forwards(&self) -> bool {
         (**self).forwards()
+    }
+    fn whole_burst<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
+        (**self).whole_burst(pkts, in_port)
     }
 }
 
@@ -382,9 +397,9 @@ impl Pipeline {
 impl Pipeline {
     /// [`Pipeline::run`] then [`dispatch`], as the worker runs them, with two
     /// shortcuts:
-    /// - a pipeline that is just `forward` sends a whole burst whose frames
-    ///   all hold an Ethernet header without writing or reading any metadata
-    ///   (`Forward::process_whole`); same output as `run` + `dispatch`
+    /// - a stage alone may send a whole burst without writing or reading
+    ///   any metadata (`StageOps::whole_burst`: `forward`, when the frames
+    ///   all hold an Ethernet header); same output as `run` + `dispatch`
     ///   (tests in `forward.rs`), profiled as the `forward` stage;
     /// - the last stage sends its fast-path packets as it rewrites them
     ///   ([`route::SendTx`]), so they leave ahead of the burst's other
@@ -400,10 +415,10 @@ impl Pipeline {
         out: &mut O,
         dispatch_slot: usize,
     ) {
-        if let [Stage::Forward(f)] = &self.stages[..] {
-            // The cross-connect alone: a burst that goes whole to one port.
+        if let [only] = &self.stages[..] {
+            // A stage alone may send a burst whole to one port (`forward`).
             let t = self.profile.map_or(0, |now| now());
-            if let Some(port) = f.process_whole(pkts, in_port) {
+            if let Some(port) = only.whole_burst(pkts, in_port) {
                 if let Some(now) = self.profile {
                     let t2 = now();
                     ctx.counters.stage_cycles[0].add(t2 - t);

@@ -108,68 +108,48 @@ impl Parse {
     /// Parses one frame into `m`.
     #[inline(always)]
     pub fn parse_one(&self, data: &[u8], m: &mut Meta) -> Result<(), DropReason> {
-        // The common case first: untagged IPv4 without options, read through
-        // one fixed-size view of the header (one bounds check). Anything
-        // else takes the general walk below, which gives the same verdicts.
-        if let Some(hdr) = data.get(..34) {
-            let hdr: &[u8; 34] = hdr.try_into().expect("34 bytes");
-            if hdr[12] == 0x08 && hdr[13] == 0x00 && hdr[14] == 0x45 {
-                return self.parse_ipv4_fast(data, hdr, m);
+        // The common case first: untagged IPv4 without options that the
+        // lane's check accepts, its `Meta` filled from what that check read
+        // (one IPv4 header reader on the hot path). Anything else, and any
+        // such frame the check refuses, takes the general walk, which gives
+        // the same verdicts (proptest `fast_path_matches_general_walk`).
+        match Self::fast_v4_keyed_as(data, self.verify_checksum, self.l4) {
+            Some((_, key)) => {
+                self.fill_plain_v4(data, key, m);
+                Ok(())
             }
+            None => self.parse_general(data, m),
         }
-        self.parse_general(data, m)
     }
 
+    /// `Meta` for a frame [`Parse::fast_v4_keyed`] accepted, with its key.
     #[inline(always)]
-    fn parse_ipv4_fast(&self, data: &[u8], hdr: &[u8; 34], m: &mut Meta) -> Result<(), DropReason> {
-        let total = usize::from(u16::from_be_bytes([hdr[16], hdr[17]]));
-        if total < 20 || total > data.len() - 14 {
-            return Err(DropReason::BadTotalLen);
-        }
-        let ip: &[u8; 20] = hdr[14..34].try_into().expect("20 bytes");
-        if self.verify_checksum && !checksum20_ok(ip) {
-            return Err(DropReason::BadChecksum);
-        }
-        m.flags = if hdr[0] & 1 != 0 {
+    fn fill_plain_v4(&self, data: &[u8], key: FlowKeyV4, m: &mut Meta) {
+        m.flags = if data[0] & 1 != 0 {
             flags::L2_MULTICAST
         } else {
             0
         };
         m.l3 = L3::Ipv4;
         m.l3_off = 14;
-        m.key.vlan_be = 0;
-        m.key.proto = ip[9];
-        // Whole 16-byte words (one wide zero store each), then the address.
-        m.key.src = [0; 16];
-        m.key.dst = [0; 16];
-        m.key.src[..4].copy_from_slice(&ip[12..16]);
-        m.key.dst[..4].copy_from_slice(&ip[16..20]);
-        m.key.sport_be = 0;
-        m.key.dport_be = 0;
-        if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
+        m.key = key.to_flow_key();
+        if u16::from_be_bytes([data[20], data[21]]) & 0x1fff != 0 {
             m.flags |= flags::FRAGMENT;
             m.l4_off = 0;
         } else {
             m.l4_off = 34;
-            if self.l4 && has_ports(ip[9]) {
-                let Some(p) = data.get(34..38).filter(|_| total >= 24) else {
-                    return Err(DropReason::Truncated);
-                };
-                m.key.sport_be = u16::from_ne_bytes([p[0], p[1]]);
-                m.key.dport_be = u16::from_ne_bytes([p[2], p[3]]);
-            }
         }
         if self.hash {
             m.hash = flow_hash(&m.key);
         }
-        Ok(())
     }
 
     /// The fast lane's check (see [`super::Lane::sweep`]):
     /// for an untagged IPv4 frame without options that [`Parse::parse_one`]
     /// accepts, its header fields the route needs; `None` for anything else
-    /// (which then takes the full parse). Accepts exactly the frames
-    /// `parse_ipv4_fast` accepts (proptest `fast_v4_agrees_with_parse`).
+    /// (which then takes the full parse). `parse_one` reads such frames
+    /// through this very check, and the general walk agrees with it
+    /// (proptests `fast_path_matches_general_walk`, `fast_v4_agrees_with_parse`).
     #[inline(always)]
     pub fn fast_v4(&self, data: &[u8]) -> Option<FastV4> {
         Self::fast_v4_as(data, self.verify_checksum, self.l4)
@@ -212,7 +192,7 @@ impl Parse {
         if verify_checksum && !checksum20_ok(ip) {
             return None;
         }
-        // parse_ipv4_fast's one other refusal: L4 ports wanted but cut short.
+        // The one other refusal: L4 ports wanted but cut short.
         let first_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
         let ports = l4 && first_fragment && has_ports(ip[9]);
         if ports && (data.len() < 38 || total < 24) {

@@ -22,12 +22,12 @@
 //! (`b ^ f(tag)`, cuckoo hashing's partial-key trick, so an entry's primary
 //! bucket is known from where it sits); a per-bucket count of such entries
 //! means a lookup reads the alternate only when some key of its primary
-//! bucket really overflowed. At half load (1 M flows in 2 M ways) one bucket
-//! alone would refuse about 0.8 % of the flows (Poisson, mean 4 per 8-way
-//! bucket); with the alternate, and one cuckoo step when both are full (an
-//! entry of the primary bucket moves to its own alternate: moved, never
-//! evicted), the tests measure none refused at 50 % and 75 % load and
-//! 0.16 % at 90 %. The compares are SSE2 through `crate::dpdk::match_mask8`
+//! bucket really overflowed. At half load one bucket alone would refuse a
+//! fraction of a percent of the flows (Poisson, mean 4 per 8-way bucket);
+//! with the alternate, and one cuckoo step when both are full (an entry of
+//! the primary bucket moves to its own alternate: moved, never evicted), the
+//! tests find none refused at half and three-quarter load and a few at 90 %
+//! (bounded there). The compares are SSE2 through `crate::dpdk::match_mask8`
 //! and prefetches through `crate::dpdk::prefetch`: CPU intrinsics kept in
 //! `dpdk/` because only it may use `unsafe`; neither calls DPDK or needs
 //! EAL.
@@ -656,10 +656,10 @@ impl ConnTable {
     ///
     /// A scan of the whole table, run by the worker itself when it rebinds
     /// to the new tables (the table is the worker's: nobody else may touch
-    /// it). It reads every tag and every held slot: `benches/conntrack.rs`
-    /// measured 32–51 ms for 1 M live entries in 2 M ways (release, on a
-    /// loaded 2-core VM), during which the worker does not poll; at 10 Mpps
-    /// that is more than an RX ring holds. So a stage with large tables
+    /// it). It reads every tag and every held slot: with a million live
+    /// entries that takes tens of milliseconds (`benches/conntrack.rs`,
+    /// `docs/perf-log.md`), during which the worker does not poll, more than
+    /// an RX ring holds at line rate. So a stage with large tables
     /// should rather store stable backend ids (never reused while a tracked
     /// flow may name one) and check at lookup that the id is still in the
     /// pool (one load from a small array; a gone backend's flow is then

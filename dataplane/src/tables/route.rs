@@ -6,13 +6,13 @@
 //! [`LinearRoutes`], the linear-scan oracle. Next hops are `u32` ids; a
 //! lookup that matches no route yields [`MISS`] whatever the backend.
 //!
-//! The default backend is rte_fib for both families. IPv4: lookups cost the
-//! same as rte_lpm, but rte_lpm's add scans every rule of the same length, so
-//! a million routes load in ~5 minutes (~300 µs per add at the end) where
-//! rte_fib takes ~7 s. IPv6: rte_fib6 and rte_lpm6 look up at the same speed;
-//! rte_lpm6 loads ~3× faster (100k routes: 0.2 s vs 0.6 s) but stores only
-//! 21-bit next hops, so rte_fib6 stays the default and `Lpm` is the option
-//! for large, churning IPv6 tables. Numbers: the `tables` bench.
+//! The default backend is rte_fib for both families. IPv4: lookups cost about
+//! the same as rte_lpm, but rte_lpm's add scans every rule of the same
+//! length, so a million routes load in minutes where rte_fib takes seconds.
+//! IPv6: rte_fib6 and rte_lpm6 look up at about the same speed; rte_lpm6
+//! loads faster but stores only 21-bit next hops, so rte_fib6 stays the
+//! default and `Lpm` is the option for large, churning IPv6 tables. The
+//! figures: the `tables` bench, README and `docs/perf-log.md`.
 use super::prefix::{mask4, mask6};
 pub use crate::dpdk::lpm::Fib4Reader;
 use crate::dpdk::lpm::{Fib4, Fib6, Lpm4, Lpm6, LpmConfig};
@@ -301,8 +301,8 @@ impl Route4 {
     /// the backend writes it: the value itself, or a miss (at or above
     /// [`RAW_MISS_FLOOR`]; [`raw_value`] turns it into [`MISS`]). Unlike
     /// [`RouteTable::lookup_bulk`], rte_fib's 8-byte results are not
-    /// narrowed into a second buffer first (perf: that pass and its buffer
-    /// were ~1.5 % of a route_1k core), and rte_fib's table is read in
+    /// narrowed into a second buffer first (that pass and its buffer showed
+    /// in the route profile), and rte_fib's table is read in
     /// place ([`Fib4Reader`]) when its layout checked out.
     ///
     /// # Panics

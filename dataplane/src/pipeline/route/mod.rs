@@ -270,8 +270,8 @@ impl<P> FastTx<P> for MarkTx {
 }
 
 /// Moves the packet to the output at once (`Pipeline::run_and_dispatch`, the
-/// worker's way): no verdict round trip through `dispatch` (perf: dispatch
-/// was 8 % of the core). The slot is left empty and the verdict at the
+/// worker's way): no verdict round trip through `dispatch` (a visible part
+/// of the core in the route profile). The slot is left empty and the verdict at the
 /// `Continue` the pass set: dispatch skips empty slots, and a `Continue`
 /// keeps it off its whole-burst shortcut (which would send the burst's
 /// slots as they are). So a burst's fast-path packets leave before its

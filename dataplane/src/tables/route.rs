@@ -307,7 +307,7 @@ impl Route4 {
     ///
     /// # Panics
     /// If `addrs` holds more than `BURST_SIZE` addresses.
-    #[inline]
+    #[inline(always)]
     pub fn lookup_bulk_raw(&self, addrs: &[u32], out: &mut [u64; FIB_CHUNK]) {
         let out = &mut out[..addrs.len()];
         match self {

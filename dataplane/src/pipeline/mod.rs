@@ -170,6 +170,21 @@ impl Stage {
         each_stage!(self, s => StageOps::whole_burst(s, pkts, in_port))
     }
 
+    /// [`Stage::process`] for a stage that is not the last: it marks the
+    /// verdicts of what it forwards. Out of line, so that only the last
+    /// stage's `process` (with the worker's direct TX) is inlined into the
+    /// pipeline: one copy of each stage's code instead of two.
+    #[inline(never)]
+    fn process_marking<P: PacketBuf>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        ctx: &StageCtx,
+    ) {
+        self.process(pkts, meta, lane, ctx, &mut MarkTx);
+    }
+
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
@@ -383,7 +398,7 @@ impl Pipeline {
             if k == last {
                 s.process(pkts, meta, &mut self.lane, ctx, tx);
             } else {
-                s.process(pkts, meta, &mut self.lane, ctx, &mut MarkTx);
+                s.process_marking(pkts, meta, &mut self.lane, ctx);
             }
             if let Some(now) = profile {
                 let t2 = now();

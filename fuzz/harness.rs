@@ -377,7 +377,7 @@ fn check_accounting(o: &Outcome) {
 
 /// Checks one sent frame against the frame it came from (`input`). Both are
 /// parsed here: the pipeline's own `Meta` is not complete for packets the
-/// fused pass forwarded straight from their headers.
+/// lane forwarded straight from their headers.
 fn check_sent(i: usize, input: &[u8], port: u16, out: &[u8]) {
     let r = router();
     assert!(

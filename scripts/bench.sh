@@ -45,8 +45,8 @@
 #                longest matches give; TX/RX, 1.000 = nothing dropped)
 #   bench-verify scenario=route_1k app=A p0=N p1=N ok=N wrong=N missing=N
 #   bench-cycles scenario=S parse=C [acl=C] route=C dispatch=C total=C
-#                (the daemon runs parse, acl and route as one fused pass:
-#                `acl` is the ACL's share of it; TSC cycles per packet per stage, from a second, short
+#                (one entry per stage, `parse` being the lane's sweep;
+#                TSC cycles per packet per stage, from a second, short
 #                daemon run with daemon.profile_stages = true; the Mpps come
 #                from the run without it)
 #

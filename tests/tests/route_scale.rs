@@ -105,7 +105,7 @@ mac = "02:00:00:00:00:bb"
         .find(|l| l.contains("route tables ready"))
         .map(str::to_owned);
     eprintln!("{}", load.unwrap_or_default());
-    // The fused pass reads rte_fib's table in place (`Fib4Reader`) only when
+    // The route stage reads rte_fib's table in place (`Fib4Reader`) only when
     // the table layout checked out; the cases below then go through it.
     assert!(
         !r.stderr().contains("layout is not DPDK 22.11's"),

@@ -228,7 +228,7 @@ impl Words {
 }
 
 /// A key the cache can look up: a whole [`FlowKey`], or the two words of
-/// an IPv4 one ([`FlowKeyV4`], built by the fused pass without a `Meta`).
+/// an IPv4 one ([`FlowKeyV4`], built by the fast lane without a `Meta`).
 pub trait CacheKey {
     /// Whether `self` is the key `stored` (cached under the family `is_v6`;
     /// the caller found the way by a tag that carries the family, so the

@@ -46,7 +46,7 @@ impl Lookups {
 
     /// A plain IPv4 packet (slot `i`, header fields `h`, `Meta` not filled):
     /// dropped here if its addresses are martian, else queued for the
-    /// lookup. Its bit in the fused pass's fast-path mask (0 when dropped).
+    /// lookup. Its bit in the fast-path mask (0 when dropped).
     #[inline(always)]
     pub(super) fn push_plain_v4(&mut self, h: FastV4, m: &mut Meta, i: usize) -> u32 {
         if let Some(reason) = v4_martian(h.src, h.dst) {

@@ -251,7 +251,7 @@ enum V4Queue<'a> {
     Queued { look: &'a Lookups, fast: u32 },
 }
 
-/// What the fused pass does with a packet its fast path forwarded (rewritten,
+/// What the route stage does with a packet its fast path forwarded (rewritten,
 /// next hop `nh`, output `port`).
 pub trait FastTx<P> {
     fn forwarded(&mut self, slot: &mut Option<P>, m: &mut Meta, port: u16, nh: u32);
@@ -296,7 +296,7 @@ impl<P, O: Output<P>> FastTx<P> for SendTx<'_, O> {
     }
 }
 
-/// The fused pass's IPv4 packets off the fast path: `plain` ones (whose
+/// The IPv4 packets off the fast path: `plain` ones (whose
 /// `Meta` was not filled) are parsed in full first — `fast_v4` accepted the
 /// frame, so this parse does too — then all go the unfused way.
 #[inline(never)]

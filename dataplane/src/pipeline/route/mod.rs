@@ -204,34 +204,38 @@ impl RouteStage {
         // Read once: the loops' packet writes would make the compiler reload
         // the table's pointer and length through `r` for every packet.
         let nexthops = r.nexthops();
-        match v4 {
-            V4Queue::AllPlain(_) => {
-                // Slot k's result is the k-th: no slot indices, no mask.
-                for (k, (slot, &raw)) in slots[..n].iter_mut().zip(&res[..n]).enumerate() {
-                    let Some(p) = slot.as_mut() else { continue };
-                    let m = &mut meta[k];
+        // Every packet plain and queued in slot order (also the common burst
+        // after an ACL that let all of it through): slot k's result is the
+        // k-th, so the loop reads no slot indices and no mask.
+        let all_plain = match v4 {
+            V4Queue::AllPlain(_) => true,
+            V4Queue::Queued { look: q, fast } => q.n4 == n && fast == mask_below(n),
+        };
+        if all_plain {
+            for (k, (slot, &raw)) in slots[..n].iter_mut().zip(&res[..n]).enumerate() {
+                let Some(p) = slot.as_mut() else { continue };
+                let m = &mut meta[k];
+                if let Some(port) = forward_plain_v4(nexthops, p, raw) {
+                    fast_tx.forwarded(slot, m, port, raw as u32);
+                    continue;
+                }
+                m.verdict = general(p, m, raw, true);
+            }
+            return;
+        }
+        if let V4Queue::Queued { look: q, fast } = v4 {
+            for (&i, &raw) in q.i4[..q.n4].iter().zip(&res[..q.n4]) {
+                let i = usize::from(i) % BURST_SIZE;
+                let m = &mut meta[i];
+                let Some(p) = slots[i].as_mut() else { continue };
+                let plain = fast & (1 << i) != 0;
+                if plain {
                     if let Some(port) = forward_plain_v4(nexthops, p, raw) {
-                        fast_tx.forwarded(slot, m, port, raw as u32);
+                        fast_tx.forwarded(&mut slots[i], m, port, raw as u32);
                         continue;
                     }
-                    m.verdict = general(p, m, raw, true);
                 }
-                return;
-            }
-            V4Queue::Queued { look: q, fast } => {
-                for (&i, &raw) in q.i4[..q.n4].iter().zip(&res[..q.n4]) {
-                    let i = usize::from(i) % BURST_SIZE;
-                    let m = &mut meta[i];
-                    let Some(p) = slots[i].as_mut() else { continue };
-                    let plain = fast & (1 << i) != 0;
-                    if plain {
-                        if let Some(port) = forward_plain_v4(nexthops, p, raw) {
-                            fast_tx.forwarded(&mut slots[i], m, port, raw as u32);
-                            continue;
-                        }
-                    }
-                    m.verdict = general(p, m, raw, plain);
-                }
+                m.verdict = general(p, m, raw, plain);
             }
         }
         look.lookup_v6(r, meta, |i, val, m| {

@@ -51,10 +51,6 @@ impl CountStage {
             }),
         }
     }
-
-    pub fn counters(&self) -> Arc<CountCounters> {
-        self.counters.clone()
-    }
 }
 
 impl StageOps for CountStage {

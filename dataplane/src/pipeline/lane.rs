@@ -76,7 +76,8 @@ impl Lane {
     /// The parse sweep over a burst received on `in_port`. `early`: a stage
     /// runs before the forwarder (see the module doc). `prefetch`: the
     /// forwarder's IPv4 table, whose line for each plain destination is
-    /// fetched here so the lookup after the sweep finds it in cache.
+    /// fetched here so the lookup after the sweep finds it in cache (used
+    /// only when not `early`).
     #[inline(always)]
     pub fn sweep<P: PacketBuf>(
         &mut self,

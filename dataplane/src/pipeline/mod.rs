@@ -366,7 +366,12 @@ impl Pipeline {
         let first = match self.stages.first() {
             Some(Stage::Parse(parse)) if self.lane_on => {
                 // The sweep; the forwarder's table lines come in meanwhile.
-                let prefetch = self.stages.iter().find_map(Stage::v4_prefetch);
+                // (An early sweep does not prefetch: see `Lane::sweep_as`.)
+                let prefetch = if self.early {
+                    None
+                } else {
+                    self.stages.iter().find_map(Stage::v4_prefetch)
+                };
                 self.lane
                     .sweep(parse, self.early, pkts, meta, in_port, prefetch);
                 1

@@ -11,12 +11,14 @@ use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
 use crate::pipeline::acl::{AclCounters, AclStage};
 use crate::pipeline::count::CountStage;
 use crate::pipeline::forward::Forward;
+use crate::pipeline::lb::LbStage;
 use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
 use crate::pipeline::{sum_reports, Pipeline, Stage, StageCounters};
 use crate::stats::{
     self, FinalReport, MempoolReport, Originated, PortReport, WorkerReport, WorkerStats,
 };
+use crate::tables::lb::{BackendIds, LbTables};
 use crate::tables::neighbor::NeighborTable;
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
 use crate::tables::set::{AclSnapshot, ParseNeeds, Published, TableSet};
@@ -135,6 +137,30 @@ pub struct PortFacts {
 pub struct Reuse {
     pub routing: Option<Arc<Routing>>,
     pub acl: Option<AclSnapshot>,
+    pub lb: Option<Arc<LbTables>>,
+}
+
+/// Learned state the table sets refer to and every reload keeps: the
+/// neighbour table, and the stable backend ids the connection tables
+/// name backends by.
+pub struct Learned<'a> {
+    pub neighbors: &'a Arc<NeighborTable>,
+    pub lb_ids: &'a mut BackendIds,
+}
+
+/// The owner of the [`Learned`] state (the control thread's reloader).
+pub struct LearnedState {
+    pub neighbors: Arc<NeighborTable>,
+    pub lb_ids: BackendIds,
+}
+
+impl LearnedState {
+    pub fn learned(&mut self) -> Learned<'_> {
+        Learned {
+            neighbors: &self.neighbors,
+            lb_ids: &mut self.lb_ids,
+        }
+    }
 }
 
 /// Builds the route and ACL tables the pipeline needs (EAL must be up),
@@ -152,7 +178,11 @@ pub fn build_tables(
         checksum_offload: checksum_offload.to_vec(),
     };
     let neighbors = new_neighbor_table(cfg)?;
-    build_table_set(cfg, res, &facts, &neighbors, 0, 1, Reuse::default())
+    let learned = Learned {
+        neighbors: &neighbors,
+        lb_ids: &mut BackendIds::default(),
+    };
+    build_table_set(cfg, res, &facts, learned, 0, 1, Reuse::default())
 }
 
 /// The long-lived neighbour table of a config's route section (a small one
@@ -194,11 +224,12 @@ pub fn build_table_set(
     cfg: &Config,
     res: &Resolved,
     facts: &PortFacts,
-    neighbors: &Arc<NeighborTable>,
+    learned: Learned,
     generation: u64,
     workers: usize,
     reuse: Reuse,
 ) -> Result<TableSet> {
+    let neighbors = learned.neighbors;
     let mut t = TableSet {
         generation,
         parse: parse_needs(res),
@@ -233,6 +264,31 @@ pub fn build_table_set(
             t.acl = Some(AclSnapshot::new(Arc::new(acl), res.acl_flow_cache, workers));
         }
     }
+    if let Some(spec) = &res.lb {
+        if let Some(l) = reuse.lb {
+            t.lb = Some(l);
+        } else {
+            let routing = t.routing.as_ref().context("the lb stage needs [route]")?;
+            let t0 = Instant::now();
+            let lb = LbTables::build(spec, routing, learned.lb_ids, workers)
+                .context("building the load balancer's tables")?;
+            for s in lb.services.iter() {
+                tracing::info!(
+                    service = %s.name,
+                    backends = s.backends.len(),
+                    table_size = s.maglev.size(),
+                    fingerprint = format_args!("{:016x}", s.maglev.fingerprint()),
+                    "lb service ready"
+                );
+            }
+            tracing::info!(
+                services = lb.services.len(),
+                build_ms = t0.elapsed().as_millis() as u64,
+                "lb tables ready"
+            );
+            t.lb = Some(Arc::new(lb));
+        }
+    }
     Ok(t)
 }
 
@@ -247,8 +303,10 @@ fn parse_needs(res: &Resolved) -> ParseNeeds {
         .acl_rules
         .iter()
         .any(|r| r.sport != (0, u16::MAX) || r.dport != (0, u16::MAX));
+    // The load balancer matches services by port and hashes flows by them.
+    let lb = res.lb.as_ref().is_some_and(|l| !l.services.is_empty());
     ParseNeeds {
-        l4: ecmp || acl_ports,
+        l4: ecmp || acl_ports || lb,
         hash: ecmp,
     }
 }
@@ -374,6 +432,12 @@ pub fn build_worker_pipeline(
                     tables.icmp_rate,
                 ))));
             }
+            StageKind::Lb => {
+                let lb = tables.lb.clone().expect("lb tables built for an lb stage");
+                let stage =
+                    LbStage::new(lb, worker).expect("connection table size checked by the config");
+                stages.push(Stage::Lb(Box::new(stage)));
+            }
             StageKind::Count => stages.push(Stage::Count(CountStage::new(cfg.ports.len()))),
         }
     }
@@ -476,9 +540,20 @@ pub fn run(
         macs: port_macs.clone(),
         checksum_offload: ports.iter().map(Port::ipv4_checksum_offload).collect(),
     };
-    let neighbors = new_neighbor_table(cfg)?;
+    let mut learned = LearnedState {
+        neighbors: new_neighbor_table(cfg)?,
+        lb_ids: BackendIds::default(),
+    };
     let workers = cfg.workers.len();
-    let first = build_table_set(cfg, res, &facts, &neighbors, 0, workers, Reuse::default())?;
+    let first = build_table_set(
+        cfg,
+        res,
+        &facts,
+        learned.learned(),
+        0,
+        workers,
+        Reuse::default(),
+    )?;
     let tables = Arc::new(Published::new(Arc::new(first)));
 
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
@@ -557,7 +632,7 @@ pub fn run(
         opts.config_path.clone(),
         Arc::clone(&tables),
         facts,
-        neighbors,
+        learned,
         worker_stats.clone(),
     );
     register_telemetry(&reloader, &worker_stats);
@@ -919,7 +994,15 @@ fn stage_reports(
         m.insert(name.to_owned(), sum_reports(&parts));
     }
     for (name, r) in current.stage_reports() {
-        m.insert(name.to_owned(), r);
+        match (m.get_mut(name), r) {
+            // The stage's own counters and its tables' side by side.
+            (Some(serde_json::Value::Object(have)), serde_json::Value::Object(more)) => {
+                have.extend(more);
+            }
+            (_, r) => {
+                m.insert(name.to_owned(), r);
+            }
+        }
     }
     m
 }

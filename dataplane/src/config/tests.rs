@@ -416,7 +416,7 @@ fn pipeline_rules_are_the_stages_declarations() {
     ));
     assert_eq!((line, field.as_str()), (1, "pipeline"));
     assert!(
-        msg.contains("`acl` filters and needs a later stage that forwards"),
+        msg.contains("`acl` needs a later stage that forwards"),
         "{msg}"
     );
     let (_, field, msg) = err(&bad(

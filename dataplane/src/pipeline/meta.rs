@@ -36,10 +36,14 @@ pub enum DropReason {
     BadAddress,
     /// Frame larger than the output port's MTU.
     TooBig,
+    /// To a load-balancer service none of whose backends has a weight.
+    LbNoBackend,
+    /// An IP fragment to a load-balancer service that drops fragments.
+    LbFragment,
 }
 
 impl DropReason {
-    pub const COUNT: usize = DropReason::TooBig as usize + 1;
+    pub const COUNT: usize = DropReason::LbFragment as usize + 1;
 
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::NoOutput,
@@ -57,6 +61,8 @@ impl DropReason {
         DropReason::LocalUnhandled,
         DropReason::BadAddress,
         DropReason::TooBig,
+        DropReason::LbNoBackend,
+        DropReason::LbFragment,
     ];
 
     /// The counter's name.
@@ -77,6 +83,8 @@ impl DropReason {
             DropReason::LocalUnhandled => "local_unhandled",
             DropReason::BadAddress => "bad_address",
             DropReason::TooBig => "too_big",
+            DropReason::LbNoBackend => "lb_no_backend",
+            DropReason::LbFragment => "lb_fragment",
         }
     }
 }

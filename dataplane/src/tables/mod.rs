@@ -12,6 +12,7 @@
 pub mod acl;
 pub mod conntrack;
 pub mod flow_cache;
+pub mod lb;
 pub mod maglev;
 pub mod neighbor;
 pub mod prefix;

@@ -431,6 +431,20 @@ impl Routing {
         (value & GROUP_FLAG != 0).then(|| &*self.groups[(value & !GROUP_FLAG) as usize])
     }
 
+    /// The MTU of the path to `addr` (the smallest of an ECMP group's
+    /// ports), or `None` without a route: what the load balancer checks an
+    /// encapsulated packet against.
+    pub fn path_mtu(&self, addr: IpAddr) -> Option<u16> {
+        let value = match addr {
+            IpAddr::V4(a) => self.v4.lookup(u32::from(a))?,
+            IpAddr::V6(a) => self.v6.lookup(a.octets())?,
+        };
+        match self.group(value) {
+            Some(g) => g.iter().map(|&id| self.nexthop(id).mtu).min(),
+            None => Some(self.nexthop(value).mtu),
+        }
+    }
+
     /// Records `ip → mac` on `port` if `ip` is on one of the port's subnets
     /// (never from off-link senders); updates gateway next hops using it.
     pub fn learn(&self, port: u16, ip: IpAddr, mac: [u8; 6]) -> bool {

@@ -15,7 +15,6 @@ use std::net::IpAddr;
 impl Config {
     pub(super) fn resolve_lb(&self, loc: &Locator, res: &mut Resolved) -> Result<(), ConfigError> {
         let Some(lb) = &self.lb else { return Ok(()) };
-        let lb = lb.get_ref();
         let cap = &lb.conntrack_capacity;
         if !(conntrack::MIN_CAPACITY..=conntrack::MAX_CAPACITY).contains(cap.get_ref()) {
             return Err(loc.error(

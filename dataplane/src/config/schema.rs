@@ -25,7 +25,9 @@ pub struct Config {
     pub forward: Option<Spanned<ForwardConfig>>,
     pub acl: Option<Spanned<AclConfig>>,
     pub route: Option<Spanned<RouteSection>>,
-    pub lb: Option<Spanned<LbSection>>,
+    /// Not `Spanned`: toml cannot give a span to a table that only
+    /// `[[lb.service]]` headers create.
+    pub lb: Option<LbSection>,
 
     /// Where the file came from (set by `load`), for error messages.
     #[serde(skip)]
@@ -377,6 +379,15 @@ pub struct LbSection {
 
 impl LbSection {
     pub const DEFAULT_CONNTRACK: usize = 65_536;
+
+    /// Where the section shows in the file: its first service, else its
+    /// first field.
+    pub fn span(&self) -> std::ops::Range<usize> {
+        self.services
+            .first()
+            .map(|s| s.vip.span())
+            .unwrap_or_else(|| self.conntrack_capacity.span())
+    }
 }
 
 fn default_conntrack_capacity() -> Spanned<usize> {

@@ -774,8 +774,9 @@ pub fn run(
                     )
                 })
                 .collect();
+            let lb = lb_stats_line(&stage_counters, &tables.load());
             tracing::info!(
-                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} drops={:?} originated_by={:?}",
+                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={}{lb} drops={:?} originated_by={:?}",
                 bal.originated,
                 bal.consumed,
                 busy.join(","),
@@ -973,6 +974,24 @@ fn live_stats(
         "workers": snaps,
         "stages": stages,
     })
+}
+
+/// The load balancer's part of the stats line: packets balanced, new
+/// flows, and tracked connections over all workers (empty without `lb`).
+fn lb_stats_line(
+    counters: &[(&'static str, Arc<dyn StageCounters>)],
+    current: &TableSet,
+) -> String {
+    let Some(lb) = &current.lb else {
+        return String::new();
+    };
+    let (packets, flows) = lb.totals();
+    let entries: u64 = counters
+        .iter()
+        .filter(|(n, _)| *n == "lb")
+        .map(|(_, c)| c.report()["conntrack"]["entries"].as_u64().unwrap_or(0))
+        .sum();
+    format!(" lb_packets={packets} lb_new_flows={flows} conntrack={entries}")
 }
 
 /// Every stage's counters, summed over workers: those the workers' stages

@@ -243,3 +243,5 @@ pub fn is_vdev(device: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_lb;

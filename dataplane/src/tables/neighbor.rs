@@ -381,7 +381,7 @@ mod tests {
     #[test]
     fn learn_pending_lookup_rust() {
         learn_pending_lookup(NeighborTable::with_backend(NeighborBackend::Rust, 64).unwrap());
-        assert!(!crate::dpdk::Eal::is_initialised());
+        crate::tables::testing::assert_no_eal();
     }
 
     fn learn_pending_lookup(t: NeighborTable) {

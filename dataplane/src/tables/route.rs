@@ -692,7 +692,7 @@ mod tests {
             Some(2)
         );
         assert_eq!(cfg.estimated_bytes(false), 0, "no EAL memory");
-        assert!(!crate::dpdk::Eal::is_initialised());
+        crate::tables::testing::assert_no_eal();
     }
 
     #[test]

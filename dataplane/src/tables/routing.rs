@@ -608,7 +608,7 @@ mod tests {
         let st = r.stats();
         assert_eq!(st.groups, 1);
         assert!(st.memory_bytes > 0);
-        assert!(!crate::dpdk::Eal::is_initialised());
+        crate::tables::testing::assert_no_eal();
     }
 
     /// On the daemon's backends (rte_fib, rte_hash) and on the Rust ones.

@@ -594,6 +594,6 @@ mod tests {
             "an ARP request"
         );
         assert_eq!(arp[38..42], [10, 0, 2, 3], "for the unresolved gateway");
-        assert!(!crate::dpdk::Eal::is_initialised());
+        crate::tables::testing::assert_no_eal();
     }
 }

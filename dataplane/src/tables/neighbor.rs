@@ -82,7 +82,7 @@ impl NeighborBackend {
     /// The backend for a config whose route section has `route` as its
     /// backend (`None`: no route section). The Rust map goes with the
     /// `linear` route backend, so that a routing config that asks for no
-    /// DPDK table gets none and builds without EAL (tests, the fuzzer), and
+    /// DPDK table gets none and builds without EAL (tests), and
     /// with no route section at all (nothing learns then; no EAL memory for
     /// a table nobody reads). rte_fib and rte_lpm keep rte_hash: the daemon's
     /// tables stay DPDK's. The neighbour table is made once at start and

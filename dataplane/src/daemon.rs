@@ -19,7 +19,7 @@ use crate::stats::{
     self, FinalReport, MempoolReport, Originated, PortReport, WorkerReport, WorkerStats,
 };
 use crate::tables::lb::{BackendIds, LbTables};
-use crate::tables::neighbor::NeighborTable;
+use crate::tables::neighbor::{NeighborBackend, NeighborTable};
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
 use crate::tables::set::{AclSnapshot, ParseNeeds, Published, TableSet};
 use crate::tables::AclTable;
@@ -163,8 +163,10 @@ impl LearnedState {
     }
 }
 
-/// Builds the route and ACL tables the pipeline needs (EAL must be up),
-/// over a fresh neighbour table, for one worker: tests, benches, the fuzzer.
+/// Builds the route and ACL tables the pipeline needs, over a fresh
+/// neighbour table, for one worker: tests, benches, the fuzzer. EAL must be
+/// up for an ACL and for the `fib` and `lpm` route backends; a config with
+/// `route.backend = "linear"` and no ACL builds without it.
 /// `checksum_offload[i]`: port `i` fills in IPv4 header checksums on
 /// transmit (missing = no).
 pub fn build_tables(
@@ -186,14 +188,16 @@ pub fn build_tables(
 }
 
 /// The long-lived neighbour table of a config's route section (a small one
-/// when there is none: nothing learns then).
+/// when there is none: nothing learns then), on the backend
+/// [`NeighborBackend::for_routes`] picks for the route backend: rte_hash for
+/// rte_fib and rte_lpm, the Rust map for `linear` and without a route
+/// section, so that those build without EAL.
 pub fn new_neighbor_table(cfg: &Config) -> Result<Arc<NeighborTable>> {
-    let cap = cfg
-        .route
-        .as_ref()
-        .map_or(64, |r| r.get_ref().neighbor_capacity);
+    let sec = cfg.route.as_ref().map(|r| r.get_ref());
+    let cap = sec.map_or(64, |r| r.neighbor_capacity);
+    let backend = NeighborBackend::for_routes(sec.map(|r| r.backend));
     Ok(Arc::new(
-        NeighborTable::new(cap).context("creating the neighbour table")?,
+        NeighborTable::with_backend(backend, cap).context("creating the neighbour table")?,
     ))
 }
 

@@ -288,7 +288,8 @@ pub struct AclRuleConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSection {
-    /// `fib` (rte_fib/rte_fib6, the default) or `lpm` (rte_lpm/rte_lpm6).
+    /// `fib` (rte_fib/rte_fib6, the default), `lpm` (rte_lpm/rte_lpm6) or
+    /// `linear` (pure Rust, no EAL: tests, the fuzzer, small tables).
     #[serde(default)]
     pub backend: RouteBackend,
     /// IPv4 route capacity (raised automatically to fit the configured routes).

@@ -129,8 +129,36 @@ rx = ["p0", "p1"]
         };
         dsts.push((a | host).to_be_bytes());
     }
+    if stages.contains("lb") {
+        // As scripts/bench.sh's lb scenarios: the first LB_VIPS destinations
+        // become UDP services over 100 IP-in-IP backends (behind p1), and
+        // every frame goes to one of them.
+        s.push_str("[[route.static]]\nprefix = \"10.2.0.0/16\"\nvia = \"10.0.1.2\"\n");
+        s.push_str("[lb]\nconntrack_capacity = 65536\n");
+        let vips: Vec<[u8; 4]> = dsts[..LB_VIPS].to_vec();
+        for v in &vips {
+            let _ = write!(
+                s,
+                "[[lb.service]]\nvip = \"{}.{}.{}.{}\"\nproto = \"udp\"\nsource = \"10.0.1.1\"\n",
+                v[0], v[1], v[2], v[3]
+            );
+            for b in 0..100 {
+                let _ = write!(
+                    s,
+                    "[[lb.service.backend]]\naddress = \"10.2.0.{}\"\n",
+                    b + 1
+                );
+            }
+        }
+        for (k, d) in dsts.iter_mut().enumerate() {
+            *d = vips[k % LB_VIPS];
+        }
+    }
     (s, dsts)
 }
+
+/// VIPs of the lb scenarios.
+const LB_VIPS: usize = 8;
 
 fn frames(dsts: &[[u8; 4]], rng: &mut SmallRng) -> Vec<Vec<u8>> {
     dsts.iter()
@@ -192,6 +220,7 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, lane: bool, tsc_gh
             let f = &input[next];
             next = (next + 1) % input.len();
             p.bytes.clear();
+            p.headroom = dataplane::pipeline::packet::VEC_PACKET_HEADROOM;
             p.bytes.extend_from_slice(f);
             let _ = burst.push(p);
         }
@@ -260,6 +289,8 @@ fn main() {
     // The same pipeline stage by stage (no lane), for comparison.
     run("route_1k/2", 1000, 0, "\"route\"", false, ghz);
     run("acl1k_route", 1000, 1000, "\"acl\", \"route\"", true, ghz);
+    run("lb", 1000, 0, "\"lb\", \"route\"", true, ghz);
+    run("full", 1000, 1000, "\"acl\", \"lb\", \"route\"", true, ghz);
     run(
         "acl1k_route/2",
         1000,

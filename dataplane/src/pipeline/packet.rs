@@ -94,7 +94,11 @@ impl PacketBuf for VecPacket {
             return false;
         }
         self.headroom -= len as u16;
-        self.bytes.splice(0..0, std::iter::repeat_n(0, len));
+        // The bytes move up by `len` (an mbuf moves its data pointer down);
+        // the new front keeps stale bytes, as `prepend` allows.
+        let old = self.bytes.len();
+        self.bytes.resize(old + len, 0);
+        self.bytes.copy_within(..old, len);
         true
     }
     fn adj(&mut self, len: usize) -> bool {

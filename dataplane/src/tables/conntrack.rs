@@ -541,7 +541,7 @@ impl ConnTable {
 
     /// [`ConnTable::lookup`], and a hit is seen at `now`: the call for each
     /// packet of a tracked flow. Returns the refreshed entry.
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, key: &ConnKey, hash: u32, now: u64) -> Option<Entry> {
         let s = self.find_live(key, hash, now)?;
         let slot = &mut self.slots[s];

@@ -221,6 +221,8 @@ pub struct BackendEntry {
     /// Largest inner packet (L3 bytes) that fits the path to the backend
     /// once encapsulated (IP-in-IP); the path's MTU for DSR.
     pub inner_mtu: u16,
+    /// IP-in-IP to an IPv4 backend: the outer header's fixed part.
+    pub outer_v4: OuterV4,
     /// DSR: the Ethernet header's first 12 bytes (backend MAC, port MAC)
     /// and the output port.
     pub dsr_l2: [u8; 12],
@@ -246,14 +248,60 @@ pub struct Service {
     pub counter_base: usize,
 }
 
+/// IP protocol number of IPv4 in IP.
+pub const IPPROTO_IPIP: u8 = 4;
+
+/// The parts of an outer IPv4 header that stay the same for every packet
+/// to one backend: its bytes with TOS, length, identification and flags
+/// zero, and their one's-complement sum, so a packet's checksum is that sum
+/// plus four words (RFC 1071 is linear) instead of a sum over the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OuterV4 {
+    pub header: [u8; 20],
+    pub sum: u32,
+}
+
+impl OuterV4 {
+    /// From `src` to `dst` (host order): version 4, IHL 5, TTL 64,
+    /// protocol 4.
+    pub fn new(src: u32, dst: u32) -> Self {
+        let [s0, s1, s2, s3] = src.to_be_bytes();
+        let [d0, d1, d2, d3] = dst.to_be_bytes();
+        let header = [
+            0x45,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            64,
+            IPPROTO_IPIP,
+            0,
+            0,
+            s0,
+            s1,
+            s2,
+            s3,
+            d0,
+            d1,
+            d2,
+            d3,
+        ];
+        OuterV4 {
+            header,
+            sum: u32::from(crate::wire::checksum::sum(&header)),
+        }
+    }
+}
+
 /// Marks an unused [`LbTables::slot_of`] entry.
 const NO_SLOT: u32 = u32::MAX;
 
 /// One worker's counters of one service.
 #[derive(Debug, Default)]
 pub struct ServiceCounters {
-    /// Packets balanced (to a backend).
-    pub packets: Counter,
     /// Packets of a tracked connection.
     pub tracked: Counter,
     /// Connections started tracking.
@@ -279,7 +327,6 @@ pub struct ServiceCounters {
 impl ServiceCounters {
     fn report(&self) -> serde_json::Value {
         serde_json::json!({
-            "packets": self.packets.get(),
             "tracked": self.tracked.get(),
             "new_flows": self.new_flows.get(),
             "untracked": self.untracked.get(),
@@ -395,7 +442,17 @@ impl LbTables {
                         .port
                         .and_then(|p| routing.ports.get(usize::from(p)))
                         .map(|p| p.mtu);
+                    let outer_v4 = match (s.method, b.addr) {
+                        (
+                            Method::Ipip {
+                                source: IpAddr::V4(src),
+                            },
+                            IpAddr::V4(dst),
+                        ) => OuterV4::new(u32::from(src), u32::from(dst)),
+                        _ => OuterV4::new(0, 0),
+                    };
                     BackendEntry {
+                        outer_v4,
                         addr: b.addr,
                         weight: b.weight,
                         stable_id: ids.get(s.key, b.id()),
@@ -550,12 +607,18 @@ impl LbTables {
                         })
                     })
                     .collect();
+                let mut counters = crate::pipeline::sum_reports(&parts);
+                // Balanced packets: what its backends got (one count a packet).
+                let packets: u64 = (0..s.backends.len())
+                    .map(|bi| sum(&|c| c.backend_packets[s.counter_base + bi].get()))
+                    .sum();
+                counters["packets"] = packets.into();
                 serde_json::json!({
                     "name": s.name,
                     "service": s.key.to_string(),
                     "table_size": s.maglev.size(),
                     "fingerprint": format!("{:016x}", s.maglev.fingerprint()),
-                    "counters": crate::pipeline::sum_reports(&parts),
+                    "counters": counters,
                     "backends": backends,
                 })
             })
@@ -568,10 +631,8 @@ impl LbTables {
     pub fn totals(&self) -> (u64, u64) {
         let mut t = (0, 0);
         for c in &self.counters {
-            for s in c.services.iter() {
-                t.0 += s.packets.get();
-                t.1 += s.new_flows.get();
-            }
+            t.0 += c.backend_packets.iter().map(Counter::get).sum::<u64>();
+            t.1 += c.services.iter().map(|s| s.new_flows.get()).sum::<u64>();
         }
         t
     }

@@ -490,7 +490,6 @@ impl LbStage {
             };
             return;
         }
-        c.services[si].packets.add(1);
         c.backend_packets[s.counter_base + b].add(1);
         match (s.method, be.addr) {
             (Method::Dsr, _) => {
@@ -509,7 +508,7 @@ impl LbStage {
                 IpAddr::V4(dst),
             ) => {
                 let (src, dst) = (u32::from(src), u32::from(dst));
-                if !encap_v4(p, l3, src, dst, s.df, flow.hash as u16) {
+                if !encap_v4(p, l3, &be.outer_v4, s.df, flow.hash as u16) {
                     m.verdict = Verdict::Drop(DropReason::TooBig);
                     return;
                 }

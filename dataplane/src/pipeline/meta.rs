@@ -34,12 +34,17 @@ pub enum DropReason {
     LocalUnhandled,
     /// Source or destination address that must not be forwarded.
     BadAddress,
-    /// Frame larger than the output port's MTU.
+    /// Packet larger than the output port's MTU that may not be fragmented
+    /// (IPv4 with DF set, or IPv6): an ICMP fragmentation-needed / ICMPv6
+    /// packet-too-big goes back to the source (rate-limited).
     TooBig,
+    /// IPv4 packet without DF larger than the output port's MTU: the router
+    /// does not fragment (it would need new buffers), so it drops it.
+    TooBigNoDf,
 }
 
 impl DropReason {
-    pub const COUNT: usize = DropReason::TooBig as usize + 1;
+    pub const COUNT: usize = DropReason::TooBigNoDf as usize + 1;
 
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::NoOutput,
@@ -57,6 +62,7 @@ impl DropReason {
         DropReason::LocalUnhandled,
         DropReason::BadAddress,
         DropReason::TooBig,
+        DropReason::TooBigNoDf,
     ];
 
     /// The counter's name.
@@ -77,6 +83,7 @@ impl DropReason {
             DropReason::LocalUnhandled => "local_unhandled",
             DropReason::BadAddress => "bad_address",
             DropReason::TooBig => "too_big",
+            DropReason::TooBigNoDf => "too_big_no_df",
         }
     }
 }
@@ -110,7 +117,8 @@ pub enum Event {
     NdSolicit,
     /// ICMP/ICMPv6 echo request to us answered.
     EchoReply,
-    /// ICMP/ICMPv6 error (time exceeded) sent.
+    /// ICMP/ICMPv6 error sent (time exceeded, fragmentation needed, packet
+    /// too big).
     IcmpError,
     /// ICMP error suppressed by the rate limit.
     IcmpRateLimited,

@@ -24,7 +24,6 @@ int shim_rte_pktmbuf_alloc_bulk(struct rte_mempool *mp, struct rte_mbuf **mbufs,
 { return rte_pktmbuf_alloc_bulk(mp, mbufs, count); }
 void shim_rte_pktmbuf_free(struct rte_mbuf *m) { rte_pktmbuf_free(m); }
 char *shim_rte_pktmbuf_append(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf_append(m, len); }
-char *shim_rte_pktmbuf_prepend(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf_prepend(m, len); }
 char *shim_rte_pktmbuf_adj(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf_adj(m, len); }
 int shim_rte_pktmbuf_trim(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf_trim(m, len); }
 struct rte_mbuf *shim_rte_pktmbuf_clone(struct rte_mbuf *md, struct rte_mempool *mp) { return rte_pktmbuf_clone(md, mp); }

@@ -23,7 +23,6 @@ struct rte_mbuf *shim_rte_pktmbuf_alloc(struct rte_mempool *mp);
 int shim_rte_pktmbuf_alloc_bulk(struct rte_mempool *mp, struct rte_mbuf **mbufs, unsigned count);
 void shim_rte_pktmbuf_free(struct rte_mbuf *m);
 char *shim_rte_pktmbuf_append(struct rte_mbuf *m, uint16_t len);
-char *shim_rte_pktmbuf_prepend(struct rte_mbuf *m, uint16_t len);
 char *shim_rte_pktmbuf_adj(struct rte_mbuf *m, uint16_t len);
 int shim_rte_pktmbuf_trim(struct rte_mbuf *m, uint16_t len);
 struct rte_mbuf *shim_rte_pktmbuf_clone(struct rte_mbuf *md, struct rte_mempool *mp);

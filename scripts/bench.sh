@@ -28,6 +28,14 @@
 #   acl1k_route  the daemon with 1,000 firewall rules (scripts/lib/mkacl.py;
 #                none denies the feed) before route_1k's routes; references:
 #                testpmd io and l3fwd LPM with route_1k's routes
+#   lb           the load balancer (pipeline ["lb", "route"], scripts/lib/mklb.py):
+#                BENCH_LB_VIPS (4) VIPs from each port's route_1k destinations,
+#                each a UDP service over BENCH_LB_BACKENDS (100) IP-in-IP
+#                backends, connection tracking on, route_1k's routes; the
+#                feed is route_1k's with the VIPs as destinations (l3fwd LPM
+#                routes the same frames on the same routes)
+#   full         lb with acl in front (["acl", "lb", "route"], 1,000 rules of
+#                mkacl.py that pass the feed)
 # testpmd io on the scenario's feed is always the reference column.
 #
 # Output (stdout): a `bench-env` line, one `bench-detail` line per app run,
@@ -127,6 +135,8 @@ ROUTE_SEED=${BENCH_ROUTE_SEED:-1}
 ROUTES_1K=${BENCH_ROUTES_1K:-1000}
 ROUTES_1M=${BENCH_ROUTES_1M:-1000000}
 ACL_RULES=${BENCH_ACL_RULES:-1000}
+LB_VIPS=${BENCH_LB_VIPS:-4}          # VIPs taken from each port's destinations (lb, full)
+LB_BACKENDS=${BENCH_LB_BACKENDS:-100} # backends per VIP
 BIG_MEM_MB=${BENCH_1M_MEM_MB:-1024}
 BIG_START_TIMEOUT=${BENCH_1M_START_TIMEOUT:-900}
 PROFILE_S=${BENCH_PROFILE_S:-5}
@@ -135,7 +145,7 @@ VERIFY=${BENCH_VERIFY:-1}
 # 10.0.1.0/24) and outside every generated route.
 ROUTE_FEED_SRC=172.16.0.0/16
 
-SCENARIOS_ALL="forward route_1k route_1m acl1k_route"
+SCENARIOS_ALL="forward route_1k route_1m acl1k_route lb full"
 ROUNDS=${BENCH_ROUNDS:-1}
 SCENARIOS=${BENCH_SCENARIOS:-$SCENARIOS_ALL}
 SCENARIOS=${SCENARIOS//,/ }
@@ -414,19 +424,20 @@ make_routes() {     # make_routes NAME COUNT -> ROUTES, ROUTES_SUMMARY
   ROUTES_SUMMARY=$(sed 's/^mkroutes //' "$ROUTES.summary")
 }
 
-make_route_feed() { # make_route_feed NAME (after make_routes) -> FEED0, FEED1
-  local name=$1 p out
+make_route_feed() { # make_route_feed NAME [DSTS] (after make_routes) -> FEED0, FEED1
+  # DSTS: the destination lists' base (DSTS-p<i>.txt; default $ROUTES.dst).
+  local name=$1 dsts=${2:-$ROUTES.dst} p out
   mkdir -p "$WORK/feeds"
   for p in 0 1; do
     out=$WORK/feeds/$name-p$p.pcap
     # One flow per destination: every frame of the pass differs.
     python3 "$LIB/mkfeed.py" --out "$out" --count "$FEED_COUNT" --flows "$FEED_COUNT" \
-      --size "$FEED_SIZE" --dst-mac "${PORT_MAC[$p]}" --dst-list "$ROUTES.dst-p$p.txt" \
+      --size "$FEED_SIZE" --dst-mac "${PORT_MAC[$p]}" --dst-list "$dsts-p$p.txt" \
       --src-prefix "$ROUTE_FEED_SRC" >"$out.log" 2>&1 || {
       log "mkfeed.py failed:"; cat "$out.log" >&2; return 1; }
   done
   FEED0=$WORK/feeds/$name-p0.pcap; FEED1=$WORK/feeds/$name-p1.pcap
-  log "feed $name: $FEED_COUNT x ${FEED_SIZE}B frames/port, destinations from $ROUTES.dst-p{0,1}.txt"
+  log "feed $name: $FEED_COUNT x ${FEED_SIZE}B frames/port, destinations from $dsts-p{0,1}.txt"
 }
 
 # --------------------------------------------------------------------------
@@ -793,6 +804,51 @@ scenario_acl1k_route() {
   # Same routes and feed as route_1k; only the daemon filters (the l3fwd
   # reference is LPM without ACL, as in route_1k).
   route_scenario acl1k_route r1k "$ROUTES_1K" "$ROOT/config/bench/acl_route.toml" "$ACL_RULES"
+}
+
+lb_scenario() {     # lb_scenario NAME [ACL_COUNT]
+  # The load balancer on route_1k's routes: a feed like route_1k's (same
+  # size, sources, one flow per frame) whose destinations are the VIPs,
+  # LB_VIPS taken from each port's destination list (so l3fwd routes the
+  # same frames on the same routes); each VIP one UDP service over
+  # LB_BACKENDS IP-in-IP backends behind p1, connection tracking on.
+  local scen=$1 acl=${2:-0} dir=$WORK/routes tmpl=$ROOT/config/bench/lb_route.toml dpargs=()
+  make_routes r1k "$ROUTES_1K" || { report_line "$scen" NA NA NA; return; }
+  python3 "$LIB/mklb.py" --dst-list "$ROUTES.dst-p0.txt" --dst-list "$ROUTES.dst-p1.txt" \
+    --vips "$LB_VIPS" --backends "$LB_BACKENDS" --out "$dir/$scen-lb.toml" \
+    --vip-out "$dir/$scen-vips" >"$dir/$scen-lb.summary" 2>&1 || {
+    log "mklb.py failed:"; cat "$dir/$scen-lb.summary" >&2; report_line "$scen" NA NA NA; return; }
+  echo "bench-tables scenario=$scen $ROUTES_SUMMARY $(sed 's/^mklb //' "$dir/$scen-lb.summary")"
+  make_route_feed "$scen" "$dir/$scen-vips" || { report_line "$scen" NA NA NA; return; }
+  dpargs=(ROUTES="$ROUTES.routes" LB_SERVICES="$dir/$scen-lb.toml")
+  if [ "$acl" -gt 0 ]; then
+    local rules=$dir/$scen-acl.toml
+    python3 "$LIB/mkacl.py" --count "$acl" --seed "$ROUTE_SEED" --feed "$FEED0" --feed "$FEED1" \
+      --feed-src "$ROUTE_FEED_SRC" --out "$rules.rules" >"$rules.summary" 2>&1 || {
+      log "mkacl.py failed:"; cat "$rules.summary" >&2; report_line "$scen" NA NA NA; return; }
+    echo "bench-tables scenario=$scen $(sed 's/^mkacl /acl_/' "$rules.summary")"
+    { printf '[acl]\ndefault = "allow"\n'; cat "$rules.rules"; } >"$rules"
+    dpargs+=(ACL_RULES="$rules")
+    sed 's|^pipeline = \["lb", "route"\]|pipeline = ["acl", "lb", "route"]|' "$tmpl" >"$WORK/$scen-template.toml"
+    tmpl=$WORK/$scen-template.toml
+  fi
+  lb_tp() { run_testpmd "$scen"; }
+  lb_l3() { run_l3fwd "$scen" --rule_ipv4="$ROUTES.l3fwd-v4.cfg" --rule_ipv6="$ROUTES.l3fwd-v6.cfg"; }
+  lb_dp() { run_dataplane "$scen" "$tmpl" "${dpargs[@]}"; }
+  rounds "$scen" lb_tp lb_l3 lb_dp
+  local tp=$TP l3=$L3 dp=$DP
+  if [ "$DP_READY" -eq 1 ]; then
+    profile_dataplane "$scen" "$tmpl" "${dpargs[@]}"
+  fi
+  report_line "$scen" "$dp" "$tp" "$l3"
+}
+
+scenario_lb() {
+  lb_scenario lb
+}
+
+scenario_full() {
+  lb_scenario full "$ACL_RULES"
 }
 
 scenario_route_1m() {

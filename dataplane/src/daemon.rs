@@ -11,13 +11,15 @@ use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
 use crate::pipeline::acl::{AclCounters, AclStage};
 use crate::pipeline::count::CountStage;
 use crate::pipeline::forward::Forward;
+use crate::pipeline::lb::LbStage;
 use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
 use crate::pipeline::{sum_reports, Pipeline, Stage, StageCounters};
 use crate::stats::{
     self, FinalReport, MempoolReport, Originated, PortReport, WorkerReport, WorkerStats,
 };
-use crate::tables::neighbor::NeighborTable;
+use crate::tables::lb::{BackendIds, LbTables};
+use crate::tables::neighbor::{NeighborBackend, NeighborTable};
 use crate::tables::routing::{PortAddrs, RouteTarget, Routing};
 use crate::tables::set::{AclSnapshot, ParseNeeds, Published, TableSet};
 use crate::tables::AclTable;
@@ -135,10 +137,36 @@ pub struct PortFacts {
 pub struct Reuse {
     pub routing: Option<Arc<Routing>>,
     pub acl: Option<AclSnapshot>,
+    pub lb: Option<Arc<LbTables>>,
 }
 
-/// Builds the route and ACL tables the pipeline needs (EAL must be up),
-/// over a fresh neighbour table, for one worker: tests, benches, the fuzzer.
+/// Learned state the table sets refer to and every reload keeps: the
+/// neighbour table, and the stable backend ids the connection tables
+/// name backends by.
+pub struct Learned<'a> {
+    pub neighbors: &'a Arc<NeighborTable>,
+    pub lb_ids: &'a mut BackendIds,
+}
+
+/// The owner of the [`Learned`] state (the control thread's reloader).
+pub struct LearnedState {
+    pub neighbors: Arc<NeighborTable>,
+    pub lb_ids: BackendIds,
+}
+
+impl LearnedState {
+    pub fn learned(&mut self) -> Learned<'_> {
+        Learned {
+            neighbors: &self.neighbors,
+            lb_ids: &mut self.lb_ids,
+        }
+    }
+}
+
+/// Builds the route and ACL tables the pipeline needs, over a fresh
+/// neighbour table, for one worker: tests, benches, the fuzzer. EAL must be
+/// up for an ACL and for the `fib` and `lpm` route backends; a config with
+/// `route.backend = "linear"` and no ACL builds without it.
 /// `checksum_offload[i]`: port `i` fills in IPv4 header checksums on
 /// transmit (missing = no).
 pub fn build_tables(
@@ -152,18 +180,24 @@ pub fn build_tables(
         checksum_offload: checksum_offload.to_vec(),
     };
     let neighbors = new_neighbor_table(cfg)?;
-    build_table_set(cfg, res, &facts, &neighbors, 0, 1, Reuse::default())
+    let learned = Learned {
+        neighbors: &neighbors,
+        lb_ids: &mut BackendIds::default(),
+    };
+    build_table_set(cfg, res, &facts, learned, 0, 1, Reuse::default())
 }
 
 /// The long-lived neighbour table of a config's route section (a small one
-/// when there is none: nothing learns then).
+/// when there is none: nothing learns then), on the backend
+/// [`NeighborBackend::for_routes`] picks for the route backend: rte_hash for
+/// rte_fib and rte_lpm, the Rust map for `linear` and without a route
+/// section, so that those build without EAL.
 pub fn new_neighbor_table(cfg: &Config) -> Result<Arc<NeighborTable>> {
-    let cap = cfg
-        .route
-        .as_ref()
-        .map_or(64, |r| r.get_ref().neighbor_capacity);
+    let sec = cfg.route.as_ref().map(|r| r.get_ref());
+    let cap = sec.map_or(64, |r| r.neighbor_capacity);
+    let backend = NeighborBackend::for_routes(sec.map(|r| r.backend));
     Ok(Arc::new(
-        NeighborTable::new(cap).context("creating the neighbour table")?,
+        NeighborTable::with_backend(backend, cap).context("creating the neighbour table")?,
     ))
 }
 
@@ -194,11 +228,12 @@ pub fn build_table_set(
     cfg: &Config,
     res: &Resolved,
     facts: &PortFacts,
-    neighbors: &Arc<NeighborTable>,
+    learned: Learned,
     generation: u64,
     workers: usize,
     reuse: Reuse,
 ) -> Result<TableSet> {
+    let neighbors = learned.neighbors;
     let mut t = TableSet {
         generation,
         parse: parse_needs(res),
@@ -233,6 +268,31 @@ pub fn build_table_set(
             t.acl = Some(AclSnapshot::new(Arc::new(acl), res.acl_flow_cache, workers));
         }
     }
+    if let Some(spec) = &res.lb {
+        if let Some(l) = reuse.lb {
+            t.lb = Some(l);
+        } else {
+            let routing = t.routing.as_ref().context("the lb stage needs [route]")?;
+            let t0 = Instant::now();
+            let lb = LbTables::build(spec, routing, learned.lb_ids, workers)
+                .context("building the load balancer's tables")?;
+            for s in lb.services.iter() {
+                tracing::info!(
+                    service = %s.name,
+                    backends = s.backends.len(),
+                    table_size = s.maglev.size(),
+                    fingerprint = format_args!("{:016x}", s.maglev.fingerprint()),
+                    "lb service ready"
+                );
+            }
+            tracing::info!(
+                services = lb.services.len(),
+                build_ms = t0.elapsed().as_millis() as u64,
+                "lb tables ready"
+            );
+            t.lb = Some(Arc::new(lb));
+        }
+    }
     Ok(t)
 }
 
@@ -247,8 +307,10 @@ fn parse_needs(res: &Resolved) -> ParseNeeds {
         .acl_rules
         .iter()
         .any(|r| r.sport != (0, u16::MAX) || r.dport != (0, u16::MAX));
+    // The load balancer matches services by port and hashes flows by them.
+    let lb = res.lb.as_ref().is_some_and(|l| !l.services.is_empty());
     ParseNeeds {
-        l4: ecmp || acl_ports,
+        l4: ecmp || acl_ports || lb,
         hash: ecmp,
     }
 }
@@ -374,6 +436,12 @@ pub fn build_worker_pipeline(
                     tables.icmp_rate,
                 ))));
             }
+            StageKind::Lb => {
+                let lb = tables.lb.clone().expect("lb tables built for an lb stage");
+                let stage =
+                    LbStage::new(lb, worker).expect("connection table size checked by the config");
+                stages.push(Stage::Lb(Box::new(stage)));
+            }
             StageKind::Count => stages.push(Stage::Count(CountStage::new(cfg.ports.len()))),
         }
     }
@@ -476,9 +544,20 @@ pub fn run(
         macs: port_macs.clone(),
         checksum_offload: ports.iter().map(Port::ipv4_checksum_offload).collect(),
     };
-    let neighbors = new_neighbor_table(cfg)?;
+    let mut learned = LearnedState {
+        neighbors: new_neighbor_table(cfg)?,
+        lb_ids: BackendIds::default(),
+    };
     let workers = cfg.workers.len();
-    let first = build_table_set(cfg, res, &facts, &neighbors, 0, workers, Reuse::default())?;
+    let first = build_table_set(
+        cfg,
+        res,
+        &facts,
+        learned.learned(),
+        0,
+        workers,
+        Reuse::default(),
+    )?;
     let tables = Arc::new(Published::new(Arc::new(first)));
 
     for (p, port) in cfg.ports.iter().zip(ports.iter_mut()) {
@@ -557,7 +636,7 @@ pub fn run(
         opts.config_path.clone(),
         Arc::clone(&tables),
         facts,
-        neighbors,
+        learned,
         worker_stats.clone(),
     );
     register_telemetry(&reloader, &worker_stats);
@@ -699,8 +778,9 @@ pub fn run(
                     )
                 })
                 .collect();
+            let lb = lb_stats_line(&stage_counters, &tables.load());
             tracing::info!(
-                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} drops={:?} originated_by={:?}",
+                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={}{lb} drops={:?} originated_by={:?}",
                 bal.originated,
                 bal.consumed,
                 busy.join(","),
@@ -901,6 +981,24 @@ fn live_stats(
     })
 }
 
+/// The load balancer's part of the stats line: packets balanced, new
+/// flows, and tracked connections over all workers (empty without `lb`).
+fn lb_stats_line(
+    counters: &[(&'static str, Arc<dyn StageCounters>)],
+    current: &TableSet,
+) -> String {
+    let Some(lb) = &current.lb else {
+        return String::new();
+    };
+    let (packets, flows) = lb.totals();
+    let entries: u64 = counters
+        .iter()
+        .filter(|(n, _)| *n == "lb")
+        .map(|(_, c)| c.report()["conntrack"]["entries"].as_u64().unwrap_or(0))
+        .sum();
+    format!(" lb_packets={packets} lb_new_flows={flows} conntrack={entries}")
+}
+
 /// Every stage's counters, summed over workers: those the workers' stages
 /// keep, and those of the table set in force.
 fn stage_reports(
@@ -920,7 +1018,15 @@ fn stage_reports(
         m.insert(name.to_owned(), sum_reports(&parts));
     }
     for (name, r) in current.stage_reports() {
-        m.insert(name.to_owned(), r);
+        match (m.get_mut(name), r) {
+            // The stage's own counters and its tables' side by side.
+            (Some(serde_json::Value::Object(have)), serde_json::Value::Object(more)) => {
+                have.extend(more);
+            }
+            (_, r) => {
+                m.insert(name.to_owned(), r);
+            }
+        }
     }
     m
 }

@@ -14,6 +14,12 @@
 //! Inputs: every saved fuzz input, generated traffic of every kind, and
 //! random bursts of mutated frames.
 //!
+//! This binary runs the lists that need EAL: those with an ACL (rte_acl),
+//! and route alone on rte_fib, whose table the lane prefetches and reads in
+//! place (`Fib4Reader`). The route-only lists run again, on the `linear`
+//! backend and without EAL, in `lane_linear.rs`; both share
+//! `common/lane.rs`.
+//!
 //! A third router runs the lane as the worker does
 //! (`Pipeline::run_and_dispatch`), where the last stage's fast-path
 //! packets go out as they are rewritten, ahead of the burst's other
@@ -26,88 +32,14 @@
 //! checksum update gives.
 #[path = "../../fuzz/harness.rs"]
 mod harness;
+#[path = "common/lane.rs"]
+mod lane;
 
-use dataplane::burst::Burst;
-use dataplane::config::{Config, Resolved};
-use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTables};
-use dataplane::pipeline::acl::AclCounters;
-use dataplane::pipeline::{
-    dispatch, new_meta_burst, Collect, DropReason, MetaBurst, Pipeline, StageCtx, VecPacket,
-    Verdict, MAX_STAGES,
-};
-use dataplane::stats::WorkerCounters;
-use etherparse::PacketBuilder;
+use lane::{acl_config, route_only_config, with_pipeline, Variant};
 use proptest::prelude::*;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
-/// The fuzz router with `pipeline = ["route"]` and no ACL.
-fn route_only_config() -> String {
-    let c = harness::CONFIG.replace(r#"pipeline = ["acl", "route"]"#, r#"pipeline = ["route"]"#);
-    let acl = c.find("[acl]").expect("fuzz config has [acl]");
-    let route = c.find("[route]").expect("fuzz config has [route]");
-    format!("{}{}", &c[..acl], &c[route..])
-}
-
-/// [`route_only_config`] with every ECMP route cut to one gateway: no
-/// stage needs L4 ports or the flow hash then, so the lane runs its
-/// `l4 = false` parse sweep (the one a plain routing config, like the
-/// bench's, gets).
-fn route_only_no_ecmp_config() -> String {
-    let c = route_only_config()
-        .replace(r#"via = ["10.0.1.2", "10.0.2.2"]"#, r#"via = "10.0.1.2""#)
-        .replace(
-            r#"via = ["2001:db8:1::2", "2001:db8:2::2"]"#,
-            r#"via = "2001:db8:2::2""#,
-        );
-    assert!(!c.contains("via = ["), "an ECMP route is left");
-    c
-}
-
-/// `config` with its pipeline replaced by `stages`.
-fn with_pipeline(config: &str, stages: &str) -> String {
-    let start = config.find("pipeline = [").expect("a pipeline line");
-    let end = start + config[start..].find('\n').expect("line end");
-    format!(
-        "{}pipeline = [{stages}]{}",
-        &config[..start],
-        &config[end..]
-    )
-}
-
-/// The fuzz router with an ACL flow cache of `entries` entries.
-fn acl_config(entries: usize) -> String {
-    let c = harness::CONFIG.replace(
-        "[acl]\ndefault = \"allow\"\n",
-        &format!("[acl]\ndefault = \"allow\"\nflow_cache = {entries}\n"),
-    );
-    assert!(c.contains("flow_cache"), "fuzz config's [acl] header");
-    c
-}
-
-struct Side {
-    tables: SharedTables,
-    pipeline: Pipeline,
-    acl: Option<Arc<AclCounters>>,
-    /// Packets this side sent so far (a `count` after the forwarder must
-    /// have seen them all).
-    sent_total: u64,
-    /// Kept across bursts, as a worker keeps it: stale metadata from the
-    /// previous burst must not leak into the next one's verdicts.
-    meta: MetaBurst,
-}
-
-struct Pair {
-    cfg: Config,
-    res: Resolved,
-    lane: Side,
-    plain: Side,
-    /// Fused, run through `run_and_dispatch`.
-    direct: Side,
-    /// As `direct`, on ports with IPv4 checksum offload.
-    offload: Side,
-}
-
-/// EAL as `tables::test_eal` starts it but with 4 GiB: 24 routers (each
+/// EAL as `tables::test_eal` starts it but with 4 GiB: 16 routers (each
 /// with a 64 MiB IPv4 first-level table and an IPv6 FIB) do not fit the
 /// shared test EAL's 512 MiB. Nothing else in this test binary starts EAL.
 fn eal() {
@@ -120,441 +52,59 @@ fn eal() {
     });
 }
 
-/// Both routers of every variant, built once per process (EAL starts once);
-/// a mutex keeps their neighbour caches in step across test threads.
-fn pairs() -> &'static Mutex<Vec<Pair>> {
-    static PAIRS: OnceLock<Mutex<Vec<Pair>>> = OnceLock::new();
-    PAIRS.get_or_init(|| {
-        eal();
-        // The routers compared, with their stages: route only (with ECMP,
-        // so parsing reads L4 ports, and without), ACL with a tiny cache
-        // (most packets miss it and go to rte_acl, as without one; the rest
-        // hit), and `count` behind the forwarder and in front of it.
-        let acl = acl_config(8);
-        let variants = [
-            (route_only_config(), "parse,route"),
-            (route_only_no_ecmp_config(), "parse,route"),
-            (acl.clone(), "parse,acl,route"),
-            (
-                with_pipeline(&route_only_config(), r#""route", "count""#),
-                "parse,route,count",
-            ),
-            (
-                with_pipeline(&acl, r#""acl", "route", "count""#),
-                "parse,acl,route,count",
-            ),
-            (
-                with_pipeline(&acl, r#""count", "acl", "route""#),
-                "parse,count,acl,route",
-            ),
-        ];
-        let pairs = variants
-            .iter()
-            .map(|(toml, names)| {
-                let (cfg, res) = Config::parse(toml, "lane.toml").expect("config");
-                let macs: Vec<[u8; 6]> = cfg.ports.iter().map(|p| p.mac.unwrap().0).collect();
-                let peers: Vec<[u8; 6]> = (0..cfg.ports.len()).map(default_peer_mac).collect();
-                let side = |lane: bool, offload: bool| {
-                    let offload = vec![offload; cfg.ports.len()];
-                    let tables = build_tables(&cfg, &res, &macs, &offload).expect("tables");
-                    let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &macs, &peers);
-                    pipeline.set_lane(lane);
-                    Side {
-                        tables,
-                        pipeline,
-                        acl,
-                        sent_total: 0,
-                        meta: new_meta_burst(),
-                    }
-                };
-                let lane = side(true, false);
-                let plain = side(false, false);
-                let direct = side(true, false);
-                let offload = side(true, true);
-                assert_eq!(lane.pipeline.stage_names().join(","), *names);
-                assert_eq!(plain.pipeline.stage_names().join(","), *names);
-                Pair {
-                    cfg,
-                    res,
-                    lane,
-                    plain,
-                    direct,
-                    offload,
-                }
-            })
-            .collect();
-        Mutex::new(pairs)
-    })
-}
-
-/// What one burst did on one side.
-#[derive(Debug, PartialEq, Eq)]
-struct Run {
-    verdicts: Vec<Verdict>,
-    /// As the port puts them on the wire (checksums the device was asked
-    /// for filled in).
-    sent: Vec<(u16, Vec<u8>)>,
-    /// Packets sent with an IPv4 checksum request.
-    checksum_requests: usize,
-    dropped: Vec<(String, Vec<u8>)>,
-    consumed: Vec<Vec<u8>>,
-    drops: Vec<u64>,
-    events: Vec<u64>,
-    originated: Vec<u64>,
-    /// Per-rule ACL hits, then flow-cache hits and misses, in this burst.
-    acl: Vec<u64>,
-    /// The `count` stage's counters so far (null without one).
-    count: serde_json::Value,
-}
-
-/// Runs a burst through `side`: `run` then `dispatch`, or (`direct`) the
-/// worker's `run_and_dispatch`.
-fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64, direct: bool) -> Run {
-    let mut burst = Burst::<VecPacket>::new();
-    for f in frames {
-        assert!(burst.push(VecPacket::new(f.clone())).is_ok());
-    }
-    let n = burst.len();
-    let acl_before = acl_counts(side);
-    let meta = &mut side.meta;
-    let counters = WorkerCounters::default();
-    let ctx = StageCtx {
-        now,
-        tsc_hz: 1_000_000_000,
-        counters: &counters,
-    };
-    let mut out = Collect::default();
-    if direct {
-        side.pipeline
-            .run_and_dispatch(&mut burst, meta, in_port, &ctx, &mut out, MAX_STAGES);
-    } else {
-        side.pipeline.run(&mut burst, meta, in_port, &ctx);
-        dispatch(&mut burst, meta, &mut out);
-    }
-    let _ = &side.tables;
-    side.sent_total += out.sent.len() as u64;
-    let count = side
-        .pipeline
-        .counters()
-        .into_iter()
-        .find(|(name, _)| *name == "count")
-        .map_or(serde_json::Value::Null, |(_, c)| c.report());
-    if side.pipeline.stage_names().last() == Some(&"count") {
-        let seen: u64 = count["tx_packets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .sum();
-        assert_eq!(
-            seen, side.sent_total,
-            "count after the forwarder missed packets"
-        );
-    }
-    // The books balance per burst: rx + originated = tx + dropped +
-    // consumed, the drops being the dispatched ones and those the stages
-    // counted for the buffers they turned into packets of their own.
-    let total = |v: &[dataplane::stats::Counter]| v.iter().map(|c| c.get()).sum::<u64>();
-    let consumed = counters.events[dataplane::pipeline::Event::Consumed as usize].get();
-    assert_eq!(consumed, out.consumed.len() as u64, "consumed counted once");
-    assert_eq!(
-        n as u64 + total(&counters.originated),
-        (out.sent.len() + out.dropped.len()) as u64 + total(&counters.drops) + consumed,
-        "accounting: rx + originated = tx + dropped + consumed"
-    );
-    Run {
-        count,
-        verdicts: meta[..n].iter().map(|m| m.verdict).collect(),
-        checksum_requests: out
-            .sent
-            .iter()
-            .filter(|(_, v)| v.ipv4_checksum_request.is_some())
-            .count(),
-        sent: out
-            .sent
-            .into_iter()
-            .map(|(p, v)| (p, v.transmitted()))
-            .collect(),
-        dropped: out
-            .dropped
-            .into_iter()
-            .map(|(r, v)| (r.name().to_owned(), v.bytes))
-            .collect(),
-        consumed: out.consumed.into_iter().map(|v| v.bytes).collect(),
-        drops: counters.drops.iter().map(|c| c.get()).collect(),
-        events: counters.events.iter().map(|c| c.get()).collect(),
-        originated: counters.originated.iter().map(|c| c.get()).collect(),
-        acl: acl_counts(side)
-            .iter()
-            .zip(&acl_before)
-            .map(|(a, b)| a - b)
-            .collect(),
-    }
-}
-
-/// Per-rule ACL hits, then flow-cache hits and misses, so far.
-fn acl_counts(side: &Side) -> Vec<u64> {
-    side.acl.as_ref().map_or(Vec::new(), |a| {
-        a.rules
-            .iter()
-            .chain([&a.cache_hits, &a.cache_misses])
-            .map(|c| c.get())
-            .collect()
-    })
-}
-
-/// Runs one burst through every router of every variant and asserts they
-/// agree; returns each variant's lane result, with `checksum_requests`
-/// from its offload router.
-fn both(frames: &[Vec<u8>], in_port: u16, now: u64) -> Vec<Run> {
-    let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
-    both_locked(&mut pairs, frames, in_port, now)
-}
-
-/// [`both`] with the routers already locked (for a test whose bursts must
-/// follow one another with no other test's in between).
-fn both_locked(pairs: &mut [Pair], frames: &[Vec<u8>], in_port: u16, now: u64) -> Vec<Run> {
-    let mut runs = Vec::new();
-    for (k, p) in pairs.iter_mut().enumerate() {
-        let _ = (&p.cfg, &p.res);
-        let lane = run_side(&mut p.lane, frames, in_port, now, false);
-        let plain = run_side(&mut p.plain, frames, in_port, now, false);
-        let direct = run_side(&mut p.direct, frames, in_port, now, true);
-        let mut offload = run_side(&mut p.offload, frames, in_port, now, true);
-        assert_eq!(
-            lane, plain,
-            "the lane and the stage-by-stage pipeline differ (variant {k})"
-        );
-        assert_eq!(plain.checksum_requests, 0, "no port has the offload");
-        let plain_sorted = Run {
-            sent: {
-                let mut s = plain.sent.clone();
-                s.sort();
-                s
-            },
-            ..plain
-        };
-        assert_eq!(
-            sent_early_alike(direct, &plain_sorted),
-            plain_sorted,
-            "run_and_dispatch differs from run + dispatch (variant {k})"
-        );
-        let requests = std::mem::take(&mut offload.checksum_requests);
-        let offloaded = sent_early_alike(offload, &plain_sorted);
-        assert_eq!(
-            offloaded, plain_sorted,
-            "with checksum offload, the wire differs (variant {k})"
-        );
-        runs.push(Run {
-            checksum_requests: requests,
-            ..lane
-        });
-    }
-    runs
-}
-
-/// A `run_and_dispatch` run made comparable with `plain` (whose `sent` is
-/// sorted): sent early or not, the same packets must leave on the same
-/// ports, so `sent` is sorted too. The verdicts of packets sent early were
-/// never written (their `Meta` holds whatever an earlier burst left): the
-/// sent and dropped lists decide where every packet went, so those are
-/// taken from `plain`.
-fn sent_early_alike(mut direct: Run, plain: &Run) -> Run {
-    direct.sent.sort();
-    for (d, p) in direct.verdicts.iter_mut().zip(&plain.verdicts) {
-        if matches!(p, Verdict::Tx(_)) {
-            *d = *p;
-        }
-    }
-    direct
-}
-
-fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8, payload: usize) -> Vec<u8> {
-    let mut v = Vec::new();
-    PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], [2, 0, 0, 0, 1, 1])
-        .ipv4(src, dst, ttl)
-        .udp(4000, 53)
-        .write(&mut v, &vec![7u8; payload])
-        .unwrap();
-    v
+/// The routers compared, with their stages: route only on rte_fib (with
+/// ECMP, so parsing reads L4 ports), ACL with a tiny cache (most packets
+/// miss it and go to rte_acl, as without one; the rest hit), and `count`
+/// behind the forwarder and in front of it.
+fn setup() -> Vec<Variant> {
+    eal();
+    let acl = acl_config(8);
+    let v = |toml: String, stages| Variant { toml, stages };
+    vec![
+        v(route_only_config(), "parse,route"),
+        v(acl.clone(), "parse,acl,route"),
+        v(
+            with_pipeline(&acl, r#""acl", "route", "count""#),
+            "parse,acl,route,count",
+        ),
+        v(
+            with_pipeline(&acl, r#""count", "acl", "route""#),
+            "parse,count,acl,route",
+        ),
+    ]
 }
 
 /// The fast path really runs and really forwards: a plain packet to a
 /// resolved gateway goes out rewritten, identically on all sides.
 #[test]
 fn plain_ipv4_forwarded_alike() {
-    let runs = both(
-        &[udp4([10, 0, 1, 5], [198, 18, 1, 7], 64, 18)],
-        0,
-        1_000_000_000,
-    );
-    for r in &runs {
-        assert_eq!(r.verdicts, [Verdict::Tx(1)]);
-        let (port, f) = &r.sent[0];
-        assert_eq!(*port, 1);
-        assert_eq!(&f[..6], &[2, 0, 0, 0, 2, 2], "gateway 10.0.2.2's MAC");
-        assert_eq!(&f[6..12], &[2, 0, 0, 0, 2, 1], "wan's MAC");
-        assert_eq!(f[22], 63, "TTL decremented");
-        assert_eq!(r.checksum_requests, 1, "the offload router's request");
-    }
+    lane::plain_ipv4_forwarded_alike();
 }
 
-/// The ACL on the lane really classifies: SSH to 198.18.0.0/24 is denied by
-/// the first rule and the same packet to port 80 is allowed (the second
-/// round hits the flow cache).
 #[test]
 fn acl_verdicts_alike() {
-    let tcp = |dport: u16| {
-        let mut v = Vec::new();
-        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], [2, 0, 0, 0, 1, 1])
-            .ipv4([10, 0, 1, 5], [198, 18, 0, 7], 64)
-            .tcp(40000, dport, 1, 1024)
-            .write(&mut v, &[])
-            .unwrap();
-        v
-    };
-    let burst = [tcp(22), tcp(80), tcp(22)];
-    let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
-    for round in 0..2 {
-        let runs = both_locked(&mut pairs, &burst, 0, 1_000_000_000 + round);
-        for r in [&runs[0], &runs[1], &runs[3]] {
-            assert_eq!(r.verdicts, [Verdict::Tx(0); 3], "no ACL: all routed");
-        }
-        for r in [&runs[2], &runs[4], &runs[5]] {
-            assert_eq!(
-                r.verdicts,
-                [
-                    Verdict::Drop(DropReason::AclDeny),
-                    Verdict::Tx(0),
-                    Verdict::Drop(DropReason::AclDeny)
-                ]
-            );
-            assert_eq!(r.acl[0], 2, "rule 1 hits: {:?}", r.acl);
-            let (hits, misses) = (r.acl[r.acl.len() - 2], r.acl[r.acl.len() - 1]);
-            assert_eq!(hits + misses, 3);
-            if round == 1 {
-                assert_eq!(hits, 3, "second round: all in the cache");
-            }
-        }
-    }
+    lane::acl_verdicts_alike();
 }
 
-/// Every saved fuzz input (crashes found once, hand-made tricky cases).
 #[test]
 fn fuzz_inputs_alike() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 10, "saved inputs in {}", dir.display());
-    for f in files {
-        let data = std::fs::read(&f).unwrap();
-        if let Some(input) = harness::decode(&data) {
-            both(&input.frames, input.in_port, input.now);
-        }
-    }
+    lane::fuzz_inputs_alike();
 }
 
-/// The traffic generator's output (IPv4/IPv6, VLAN, IMIX, every malformed
-/// kind) over the router's prefixes, in bursts of 32.
 #[test]
 fn generated_traffic_alike() {
-    let mut total = 0;
-    for extra in [
-        &[][..],
-        &["--vlan", "7"][..],
-        &["--ipv6-ratio", "0.5", "--size", "imix", "--proto", "mix"][..],
-        &["--malformed-ratio", "0.5", "--ttl", "1"][..],
-    ] {
-        let mut args = vec![
-            "gen",
-            "--out",
-            "/dev/null",
-            "--count",
-            "256",
-            "--flows",
-            "64",
-            "--dst-prefix",
-            "198.18.0.0/24",
-            "--dst-prefix",
-            "198.18.1.0/24",
-            "--dst-prefix",
-            "203.0.113.0/24",
-            "--dst-prefix",
-            "192.0.2.0/24",
-            "--dst-prefix",
-            "10.0.1.0/24",
-            "--dst-prefix",
-            "198.51.100.0/24",
-            "--dst-prefix",
-            "2001:db8:100::/48",
-            "--dst-prefix",
-            "2001:db8:200::/48",
-        ];
-        args.extend_from_slice(extra);
-        let frames = generated(&args);
-        for (k, chunk) in frames.chunks(32).enumerate() {
-            both(chunk, (k % 2) as u16, 1_000_000_000 + k as u64 * 10_000_000);
-            total += chunk.len();
-        }
-    }
-    assert!(total >= 1024);
-}
-
-/// The generator's frames for `gen`-style arguments.
-fn generated(args: &[&str]) -> Vec<Vec<u8>> {
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        gen: dataplane::gen::GenArgs,
-    }
-    let cli = <Cli as clap::Parser>::try_parse_from(args).unwrap_or_else(|e| panic!("{e}"));
-    dataplane::gen::generate(&cli.gen).unwrap_or_else(|e| panic!("gen {args:?}: {e}"))
+    lane::generated_traffic_alike();
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(dataplane::tables::testing::proptest_cases(256)))]
 
-    /// Random bursts of frames aimed at every kind of route (gateway,
-    /// unresolved gateway, ECMP, connected, local, no route), with random
-    /// TTLs, lengths, byte flips and truncations.
     #[test]
     fn mutated_bursts_alike(
-        pkts in prop::collection::vec(
-            (
-                prop::sample::select(&[
-                    [198, 18, 0, 1], [198, 18, 1, 2], [203, 0, 113, 9], [192, 0, 2, 5],
-                    [10, 0, 1, 1], [10, 0, 2, 9], [198, 51, 100, 3], [8, 8, 8, 8],
-                    [127, 0, 0, 1], [224, 0, 0, 5], [0, 1, 2, 3],
-                ][..]),
-                prop::sample::select(&[[10u8, 0, 1, 5], [10, 0, 2, 5], [127, 0, 0, 1], [240, 0, 0, 1]][..]),
-                prop_oneof![Just(64u8), 0u8..3],
-                prop_oneof![Just(18usize), 0usize..1500],
-                prop::collection::vec((0usize..48, any::<u8>()), 0..2),
-                prop::option::weighted(0.1, 0usize..60),
-            ),
-            1..=32,
-        ),
+        frames in lane::mutated_frames(),
         in_port in 0u16..2,
         step in 0u64..64,
     ) {
-        let frames: Vec<Vec<u8>> = pkts
-            .into_iter()
-            .map(|(dst, src, ttl, len, flips, cut)| {
-                let mut f = udp4(src, dst, ttl, len);
-                for (at, x) in flips {
-                    if at < f.len() {
-                        f[at] ^= x;
-                    }
-                }
-                if let Some(c) = cut {
-                    f.truncate(c.min(f.len()));
-                }
-                f
-            })
-            .collect();
-        both(&frames, in_port, 1_000_000_000 + step * 50_000_000);
+        lane::both(&frames, in_port, 1_000_000_000 + step * 50_000_000);
     }
 }

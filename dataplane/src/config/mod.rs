@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 mod host;
+mod lb;
 mod location;
 mod routes_file;
 pub mod schema;
@@ -57,6 +58,8 @@ pub struct Resolved {
     /// Routes (config `[[route.static]]` then `routes_file`), static neighbours.
     pub routes: Vec<crate::tables::routing::RouteSpec>,
     pub neighbors: Vec<(u16, std::net::IpAddr, [u8; 6])>,
+    /// The load balancer's services (`[lb]`).
+    pub lb: Option<crate::tables::lb::LbSpec>,
     /// What is allowed but likely wrong, located like errors (`load` logs
     /// them; `check` and `run` print them as warnings).
     pub warnings: Vec<ConfigError>,
@@ -128,6 +131,7 @@ impl Config {
         let mut resolved = cfg.validate(&loc)?;
         cfg.resolve_acl(&loc, &mut resolved)?;
         cfg.resolve_routes(&loc, &mut resolved)?;
+        cfg.resolve_lb(&loc, &mut resolved)?;
         cfg.check_cores(&loc, host, &mut resolved)?;
         cfg.check_mempool(&loc)?;
         cfg.check_memory(&loc, &mut resolved);
@@ -173,7 +177,7 @@ impl Config {
         }
     }
 
-    fn port_names(&self) -> String {
+    pub(super) fn port_names(&self) -> String {
         self.ports
             .iter()
             .map(|p| p.name.get_ref().as_str())
@@ -239,3 +243,5 @@ pub fn is_vdev(device: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_lb;

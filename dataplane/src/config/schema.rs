@@ -25,6 +25,9 @@ pub struct Config {
     pub forward: Option<Spanned<ForwardConfig>>,
     pub acl: Option<Spanned<AclConfig>>,
     pub route: Option<Spanned<RouteSection>>,
+    /// Not `Spanned`: toml cannot give a span to a table that only
+    /// `[[lb.service]]` headers create.
+    pub lb: Option<LbSection>,
 
     /// Where the file came from (set by `load`), for error messages.
     #[serde(skip)]
@@ -41,6 +44,8 @@ pub enum StageKind {
     Acl,
     /// IPv4/IPv6 routing with ARP/NDP and ICMP.
     Route,
+    /// L4 load balancer: Maglev to backend pools, IP-in-IP or L2 DSR.
+    Lb,
     /// Counts what the stages before it decided (no section).
     Count,
 }
@@ -52,6 +57,7 @@ impl StageKind {
             StageKind::Forward => "forward",
             StageKind::Acl => "acl",
             StageKind::Route => "route",
+            StageKind::Lb => "lb",
             StageKind::Count => "count",
         }
     }
@@ -63,13 +69,13 @@ impl StageKind {
 
     /// It only filters and needs a later stage that forwards.
     pub fn needs_later_forwarder(&self) -> bool {
-        matches!(self, StageKind::Acl)
+        matches!(self, StageKind::Acl | StageKind::Lb)
     }
 
     /// It reads packet headers (the `parse` sweep runs before the first
     /// such stage).
     pub fn needs_headers(&self) -> bool {
-        matches!(self, StageKind::Acl | StageKind::Route)
+        matches!(self, StageKind::Acl | StageKind::Route | StageKind::Lb)
     }
 
     /// Its config section, if it has one.
@@ -282,7 +288,8 @@ pub struct AclRuleConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSection {
-    /// `fib` (rte_fib/rte_fib6, the default) or `lpm` (rte_lpm/rte_lpm6).
+    /// `fib` (rte_fib/rte_fib6, the default), `lpm` (rte_lpm/rte_lpm6) or
+    /// `linear` (pure Rust, no EAL: tests, the fuzzer, small tables).
     #[serde(default)]
     pub backend: RouteBackend,
     /// IPv4 route capacity (raised automatically to fit the configured routes).
@@ -344,4 +351,147 @@ pub struct StaticNeighbor {
     pub mac: Mac,
     /// Defaults to the port whose subnet holds `ip`.
     pub port: Option<Spanned<String>>,
+}
+
+/// `[lb]`: the load balancer's services and each worker's connection table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LbSection {
+    /// Tracked connections per worker (the table is allocated at start:
+    /// changing it needs a restart).
+    #[serde(default = "default_conntrack_capacity")]
+    pub conntrack_capacity: Spanned<usize>,
+    /// Idle timeout of a tracked TCP connection, seconds.
+    #[serde(default = "default_tcp_timeout")]
+    pub tcp_timeout_s: Spanned<u32>,
+    /// Idle timeout of a tracked UDP (or other) flow, seconds.
+    #[serde(default = "default_udp_timeout")]
+    pub udp_timeout_s: Spanned<u32>,
+    /// Idle timeout of a TCP connection once a FIN or RST was seen, seconds.
+    #[serde(default = "default_closing_timeout")]
+    pub closing_timeout_s: Spanned<u32>,
+    /// ICMP errors (fragmentation needed / packet too big) per second per
+    /// worker; 0 sends none.
+    #[serde(default = "default_icmp_rate")]
+    pub icmp_rate: u32,
+    #[serde(default, rename = "service")]
+    pub services: Vec<LbServiceConfig>,
+}
+
+impl LbSection {
+    pub const DEFAULT_CONNTRACK: usize = 65_536;
+
+    /// Where the section shows in the file: its first service, else its
+    /// first field.
+    pub fn span(&self) -> std::ops::Range<usize> {
+        self.services
+            .first()
+            .map(|s| s.vip.span())
+            .unwrap_or_else(|| self.conntrack_capacity.span())
+    }
+}
+
+fn default_conntrack_capacity() -> Spanned<usize> {
+    Spanned::new(0..0, LbSection::DEFAULT_CONNTRACK)
+}
+fn default_tcp_timeout() -> Spanned<u32> {
+    Spanned::new(0..0, 300)
+}
+fn default_udp_timeout() -> Spanned<u32> {
+    Spanned::new(0..0, 30)
+}
+fn default_closing_timeout() -> Spanned<u32> {
+    Spanned::new(0..0, 10)
+}
+
+/// How the load balancer hands a packet to its backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LbMethod {
+    /// IP-in-IP (IPv4 in IPv4, IPv6 in IPv6) to the backend's address; the
+    /// outer packet is routed.
+    #[default]
+    Ipip,
+    /// L2 direct server return: the destination MAC becomes the backend's,
+    /// the packet leaves on the backend's port otherwise unchanged.
+    Dsr,
+}
+
+/// The outer IPv4 header's DF bit (IP-in-IP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LbDf {
+    /// Copied from the inner header.
+    #[default]
+    Inner,
+    Set,
+    Clear,
+}
+
+/// What the load balancer does with IP fragments to a service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LbFragments {
+    /// Drop every fragment (`lb_fragment`): only a first fragment has ports.
+    #[default]
+    Drop,
+    /// Hash every packet of the service by source, destination and protocol
+    /// only (ports left out), so a flow's fragments and whole packets reach
+    /// the same backend.
+    ThreeTuple,
+}
+
+/// `[[lb.service]]`: one virtual address (and protocol, port) and its pool.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LbServiceConfig {
+    /// For the report and the logs (default: `vip:port/proto`).
+    pub name: Option<String>,
+    pub vip: Spanned<String>,
+    /// Protocol name (`tcp`, `udp`, `sctp`, ...) or number.
+    pub proto: Spanned<Proto>,
+    /// Destination port; omitted: every port.
+    pub port: Option<Spanned<u16>>,
+    #[serde(default)]
+    pub method: LbMethod,
+    /// Maglev table entries (a prime; > 100 x backends for <= 1 % imbalance).
+    #[serde(default = "default_table_size")]
+    pub table_size: Spanned<u32>,
+    /// Track connections (per worker) so a flow keeps its backend when the
+    /// pool changes.
+    #[serde(default = "yes")]
+    pub conntrack: bool,
+    /// IP-in-IP: the outer source address (same family as the VIP).
+    pub source: Option<Spanned<String>>,
+    #[serde(default)]
+    pub df: LbDf,
+    #[serde(default)]
+    pub fragments: LbFragments,
+    #[serde(default, rename = "backend")]
+    pub backends: Vec<LbBackendConfig>,
+}
+
+fn default_table_size() -> Spanned<u32> {
+    Spanned::new(0..0, crate::tables::maglev::DEFAULT_SIZE)
+}
+
+/// `[[lb.service.backend]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LbBackendConfig {
+    pub address: Spanned<String>,
+    /// Share of new flows; 0 drains (tracked flows stay).
+    #[serde(default = "one_u32")]
+    pub weight: Spanned<u32>,
+    /// Identity beside the address (two backends on one host).
+    pub name: Option<String>,
+    /// DSR: the backend's MAC.
+    pub mac: Option<Mac>,
+    /// DSR: the port it is reached on (default: the port whose subnet
+    /// holds its address).
+    pub port: Option<Spanned<String>>,
+}
+
+fn one_u32() -> Spanned<u32> {
+    Spanned::new(0..0, 1)
 }

@@ -416,7 +416,7 @@ fn pipeline_rules_are_the_stages_declarations() {
     ));
     assert_eq!((line, field.as_str()), (1, "pipeline"));
     assert!(
-        msg.contains("`acl` filters and needs a later stage that forwards"),
+        msg.contains("`acl` needs a later stage that forwards"),
         "{msg}"
     );
     let (_, field, msg) = err(&bad(
@@ -479,6 +479,14 @@ fn route_backend_deserializes_into_the_table_type() {
     let lpm = router_bad("[route]", "[route]\nbackend = \"lpm\"");
     let (cfg, _) = Config::parse(&lpm, "r.toml").unwrap();
     assert_eq!(cfg.route.unwrap().get_ref().backend, RouteBackend::Lpm);
+    let linear = router_bad("[route]", "[route]\nbackend = \"linear\"");
+    let (cfg, res) = Config::parse(&linear, "r.toml").unwrap();
+    assert_eq!(
+        cfg.route.as_ref().unwrap().get_ref().backend,
+        RouteBackend::Linear
+    );
+    // The linear tables live on the heap: no EAL memory for them.
+    assert_eq!(cfg.memory_estimate(&res).route_tables_mb, 0);
     let (line, field, msg) = err(&router_bad("[route]", "[route]\nbackend = \"trie\""));
     assert_eq!((line, field.as_str()), (28, "route.backend"));
     assert!(msg.contains("unknown variant `trie`"), "{msg}");

@@ -193,6 +193,7 @@ impl Config {
                 Some("forward") => self.forward.is_some(),
                 Some("acl") => self.acl.is_some(),
                 Some("route") => self.route.is_some(),
+                Some("lb") => self.lb.is_some(),
                 _ => true,
             };
             if !has_section {
@@ -259,6 +260,7 @@ impl Config {
                 self.route.as_ref().map(|r| r.span()),
                 StageKind::Route,
             ),
+            ("lb", self.lb.as_ref().map(|r| r.span()), StageKind::Lb),
         ] {
             if let Some(span) = present {
                 if !seen.contains(&kind) {
@@ -286,7 +288,7 @@ impl Config {
                     s.span(),
                     Some("pipeline".into()),
                     format!(
-                        "`{}` filters and needs a later stage that forwards: use pipeline = [\"{0}\", \"route\"]",
+                        "`{}` needs a later stage that forwards: use pipeline = [\"{0}\", \"route\"]",
                         s.get_ref().name()
                     ),
                 ));
@@ -303,6 +305,7 @@ impl Config {
             acl_flow_cache: 0,
             routes: Vec::new(),
             neighbors: Vec::new(),
+            lb: None,
             warnings: Vec::new(),
         })
     }

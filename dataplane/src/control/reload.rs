@@ -7,9 +7,11 @@
 //! the running config stays in force.
 use super::socket::Answer;
 use crate::config::{Config, Resolved};
-use crate::daemon::{acl_inputs_equal, build_table_set, route_inputs_equal, PortFacts, Reuse};
+use crate::daemon::{
+    acl_inputs_equal, build_table_set, route_inputs_equal, LearnedState, PortFacts, Reuse,
+};
 use crate::stats::{Counter, ReloadReport, WorkerStats};
-use crate::tables::neighbor::NeighborTable;
+use crate::tables::lb::{BackendSpec, LbSpec, ServiceKey};
 use crate::tables::set::{Published, TableSet};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -20,9 +22,11 @@ use std::time::{Duration, Instant};
 const RESTART_KEYS: &[&str] = &[
     "pipeline", "eal", "daemon", "mempool", "port", "worker", "forward",
 ];
-/// Keys of `[route]` fixed for the daemon's lifetime: the neighbour table is
-/// learned state and outlives every table set.
-const RESTART_ROUTE_KEYS: &[&str] = &["neighbor_capacity"];
+/// Keys of sections fixed for the daemon's lifetime: the neighbour table
+/// and the load balancer's connection tables are learned state, allocated
+/// once, and outlive every table set.
+const RESTART_SECTION_KEYS: &[(&str, &str)] =
+    &[("route", "neighbor_capacity"), ("lb", "conntrack_capacity")];
 
 /// The first field that differs between the running config's source and
 /// the new one among those a reload cannot apply, as
@@ -40,10 +44,10 @@ pub fn restart_needed(old_src: &str, new_src: &str, file: &str) -> Option<String
         }
     }
     if path.is_none() {
-        let sub = |t: &toml::Table, k: &str| t.get("route").and_then(|r| r.get(k)).cloned();
-        for key in RESTART_ROUTE_KEYS {
-            let (a, b) = (sub(&old, key), sub(&new, key));
-            if let Some(p) = first_difference(&format!("route.{key}"), a.as_ref(), b.as_ref()) {
+        let sub = |t: &toml::Table, sec: &str, k: &str| t.get(sec).and_then(|r| r.get(k)).cloned();
+        for (sec, key) in RESTART_SECTION_KEYS {
+            let (a, b) = (sub(&old, sec, key), sub(&new, sec, key));
+            if let Some(p) = first_difference(&format!("{sec}.{key}"), a.as_ref(), b.as_ref()) {
                 path = Some(p);
                 break;
             }
@@ -120,6 +124,38 @@ pub struct Changes {
     pub acl_rules: Option<(usize, usize)>,
     pub static_neighbors_added: usize,
     pub static_neighbors_removed: usize,
+    /// Load-balancer services before and after, and backends added and
+    /// removed over all services, when the `[lb]` section changed.
+    pub lb: Option<LbChanges>,
+}
+
+/// What a reload changed in the load balancer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LbChanges {
+    pub services: (usize, usize),
+    pub backends_added: usize,
+    pub backends_removed: usize,
+}
+
+impl LbChanges {
+    fn between(old: Option<&LbSpec>, new: Option<&LbSpec>) -> Option<LbChanges> {
+        if old == new {
+            return None;
+        }
+        let backends = |s: Option<&LbSpec>| -> Vec<(ServiceKey, BackendSpec)> {
+            s.iter()
+                .flat_map(|s| s.services.iter())
+                .flat_map(|s| s.backends.iter().map(move |b| (s.key, b.clone())))
+                .collect()
+        };
+        let (added, removed) = set_difference(&backends(old), &backends(new));
+        let count = |s: Option<&LbSpec>| s.map_or(0, |s| s.services.len());
+        Some(LbChanges {
+            services: (count(old), count(new)),
+            backends_added: added,
+            backends_removed: removed,
+        })
+    }
 }
 
 impl Changes {
@@ -135,6 +171,7 @@ impl Changes {
             acl_rules: acl_changed.then_some((old.acl_rules.len(), new.acl_rules.len())),
             static_neighbors_added: n_added,
             static_neighbors_removed: n_removed,
+            lb: LbChanges::between(old.lb.as_ref(), new.lb.as_ref()),
         }
     }
 
@@ -154,7 +191,15 @@ impl std::fmt::Display for Changes {
             f,
             ", static neighbours +{} -{}",
             self.static_neighbors_added, self.static_neighbors_removed
-        )
+        )?;
+        if let Some(lb) = self.lb {
+            write!(
+                f,
+                ", lb services {} -> {}, backends +{} -{}",
+                lb.services.0, lb.services.1, lb.backends_added, lb.backends_removed
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -179,7 +224,8 @@ pub struct Reloader<'a> {
     source: String,
     tables: Arc<Published>,
     facts: PortFacts,
-    neighbors: Arc<NeighborTable>,
+    /// The neighbour table and the stable backend ids.
+    learned: LearnedState,
     workers: Vec<Arc<WorkerStats>>,
     /// Retired sets a worker never acknowledged: freed when the reloader
     /// drops, after the workers stopped.
@@ -221,7 +267,7 @@ impl<'a> Reloader<'a> {
         path: Option<PathBuf>,
         tables: Arc<Published>,
         facts: PortFacts,
-        neighbors: Arc<NeighborTable>,
+        learned: LearnedState,
         workers: Vec<Arc<WorkerStats>>,
     ) -> Self {
         let source = path
@@ -235,7 +281,7 @@ impl<'a> Reloader<'a> {
             source,
             tables,
             facts,
-            neighbors,
+            learned,
             workers,
             unacknowledged: Vec::new(),
             counters: Arc::default(),
@@ -299,9 +345,15 @@ impl<'a> Reloader<'a> {
         if acl_inputs_equal(cur_res, &res) {
             reuse.acl = old.acl.clone();
         }
+        // Services are built over the routes (paths' MTUs): new routes, new
+        // services.
+        if cur_res.lb == res.lb && reuse.routing.is_some() {
+            reuse.lb = old.lb.clone();
+        }
         let icmp_rate = cfg.route.as_ref().map_or(0, |r| r.get_ref().icmp_rate);
         let unchanged = reuse.routing.is_some() == old.routing.is_some()
             && reuse.acl.is_some() == old.acl.is_some()
+            && reuse.lb.is_some() == old.lb.is_some()
             && icmp_rate == old.icmp_rate;
         if unchanged {
             // Nothing the workers read differs: no new generation.
@@ -317,8 +369,16 @@ impl<'a> Reloader<'a> {
         }
         let g = old.generation + 1;
         let workers = self.workers.len();
-        let set = build_table_set(&cfg, &res, &self.facts, &self.neighbors, g, workers, reuse)
-            .map_err(|e| format!("building the new tables: {e:#}"))?;
+        let set = build_table_set(
+            &cfg,
+            &res,
+            &self.facts,
+            self.learned.learned(),
+            g,
+            workers,
+            reuse,
+        )
+        .map_err(|e| format!("building the new tables: {e:#}"))?;
         let build = t0.elapsed();
         drop(old);
         let t1 = Instant::now();

@@ -67,6 +67,12 @@ impl Eal {
         Ok(Eal { file_prefix })
     }
 
+    /// Whether [`Eal::init`] succeeded (or is running) in this process: the
+    /// check of the tests that must run without EAL.
+    pub fn is_initialised() -> bool {
+        INITIALISED.load(Ordering::SeqCst)
+    }
+
     /// The lcore the calling thread runs on (`u32::MAX` for foreign threads).
     pub fn current_lcore() -> LcoreId {
         // SAFETY: reads a thread-local through the shim.

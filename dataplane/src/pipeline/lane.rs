@@ -21,7 +21,7 @@
 //! unwritten (`early == false`), and a plain packet's verdict is `Continue`
 //! by definition until a stage writes it.
 use super::parse::{FastV4, Parse};
-use super::{FlowKeyV4, MetaBurst, PacketBuf, Verdict};
+use super::{FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::route::Fib4Reader;
 
@@ -178,10 +178,15 @@ impl Lane {
     /// Gives plain packet `i` its full `Meta` (the parse's, as for any other
     /// packet) and takes it off the lane. `fast_v4` accepted the frame, so
     /// the parse does too.
-    #[inline(never)]
+    #[inline(always)]
     pub fn materialize<P: PacketBuf>(&mut self, pkt: &P, meta: &mut MetaBurst, i: usize) {
+        self.materialize_meta(pkt, &mut meta[i], i);
+    }
+
+    /// [`Lane::materialize`] for a stage holding slot `i`'s `Meta` alone.
+    #[inline(never)]
+    pub fn materialize_meta<P: PacketBuf>(&mut self, pkt: &P, m: &mut Meta, i: usize) {
         let parse = self.parse;
-        let m = &mut meta[i];
         if !self.early {
             m.verdict = Verdict::Continue;
             m.in_port = self.in_port;

@@ -41,7 +41,7 @@ impl IcmpLimiter {
         }
     }
 
-    fn allow(&mut self, now: u64, tsc_hz: u64) -> bool {
+    pub(crate) fn allow(&mut self, now: u64, tsc_hz: u64) -> bool {
         if self.rate == 0 {
             return false;
         }
@@ -293,7 +293,7 @@ pub fn deliver_v6<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageC
 }
 
 /// Rewrites the packet as `[L2 of length l2] + IPv6 header + ICMPv6 msg`.
-fn write_v6<P: PacketBuf>(
+pub(crate) fn write_v6<P: PacketBuf>(
     pkt: &mut P,
     l2: usize,
     dst_mac: [u8; 6],

@@ -41,10 +41,14 @@ pub enum DropReason {
     /// IPv4 packet without DF larger than the output port's MTU: the router
     /// does not fragment (it would need new buffers), so it drops it.
     TooBigNoDf,
+    /// To a load-balancer service none of whose backends has a weight.
+    LbNoBackend,
+    /// An IP fragment to a load-balancer service that drops fragments.
+    LbFragment,
 }
 
 impl DropReason {
-    pub const COUNT: usize = DropReason::TooBigNoDf as usize + 1;
+    pub const COUNT: usize = DropReason::LbFragment as usize + 1;
 
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::NoOutput,
@@ -63,6 +67,8 @@ impl DropReason {
         DropReason::BadAddress,
         DropReason::TooBig,
         DropReason::TooBigNoDf,
+        DropReason::LbNoBackend,
+        DropReason::LbFragment,
     ];
 
     /// The counter's name.
@@ -84,6 +90,8 @@ impl DropReason {
             DropReason::BadAddress => "bad_address",
             DropReason::TooBig => "too_big",
             DropReason::TooBigNoDf => "too_big_no_df",
+            DropReason::LbNoBackend => "lb_no_backend",
+            DropReason::LbFragment => "lb_fragment",
         }
     }
 }

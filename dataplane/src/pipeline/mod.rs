@@ -18,6 +18,7 @@ pub mod acl;
 pub mod count;
 pub mod forward;
 pub mod lane;
+pub mod lb;
 pub mod local;
 pub mod meta;
 pub mod packet;
@@ -35,6 +36,7 @@ use crate::tables::set::TableSet;
 use acl::AclStage;
 use count::CountStage;
 use forward::Forward;
+use lb::LbStage;
 use parse::Parse;
 use route::{FastTx, MarkTx, RouteStage};
 use std::sync::Arc;
@@ -128,6 +130,7 @@ pub enum Stage {
     Forward(Forward),
     Acl(AclStage),
     Route(Box<RouteStage>),
+    Lb(Box<LbStage>),
     Count(CountStage),
 }
 
@@ -139,6 +142,7 @@ macro_rules! each_stage {
             Stage::Forward($s) => $body,
             Stage::Acl($s) => $body,
             Stage::Route($s) => $body,
+            Stage::Lb($s) => $body,
             Stage::Count($s) => $body,
         }
     };

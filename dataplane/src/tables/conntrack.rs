@@ -360,6 +360,12 @@ impl ConnTable {
         }
     }
 
+    /// Replaces the idle timeouts (a reload, or the clock's rate learned);
+    /// entries keep their last-seen times and are judged by the new ones.
+    pub fn set_timeouts(&mut self, t: Timeouts) {
+        self.timeouts = [t.udp, t.tcp, t.closing, t.closing];
+    }
+
     /// Forgets every entry.
     pub fn clear(&mut self) {
         self.buckets.fill(Bucket::default());

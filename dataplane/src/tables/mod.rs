@@ -1,6 +1,9 @@
 //! Lookup tables (routes, ACL, the load balancer's Maglev and connection
 //! tables) behind small traits; the DPDK-backed ones wrap
-//! [`crate::dpdk::lpm`] and [`crate::dpdk::acl`].
+//! [`crate::dpdk::lpm`] and [`crate::dpdk::acl`]. Routes and neighbours
+//! also have pure-Rust backends ([`HashLpm`], the Rust
+//! [`neighbor::NeighborTable`]), so that a routing pipeline can be built and
+//! run without EAL.
 //!
 //! This module is safe Rust: it chooses a backend, converts between the
 //! daemon's types (prefixes, rules, next-hop ids) and what DPDK stores, and
@@ -12,6 +15,8 @@
 pub mod acl;
 pub mod conntrack;
 pub mod flow_cache;
+pub mod hash_lpm;
+pub mod lb;
 pub mod maglev;
 pub mod neighbor;
 pub mod prefix;
@@ -23,6 +28,7 @@ pub mod testing;
 pub use acl::{AclAction, AclRule, AclTable};
 pub use conntrack::ConnTable;
 pub use flow_cache::FlowCache;
+pub use hash_lpm::HashLpm;
 pub use maglev::Maglev;
 pub use prefix::Prefix;
 pub use route::{

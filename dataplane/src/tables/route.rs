@@ -1,8 +1,9 @@
 //! Route tables: longest-prefix match from an address to a next-hop id.
 //!
 //! [`RouteTable`] is the one interface, implemented by the four DPDK tables
-//! of [`crate::dpdk::lpm`], by [`Route4`]/[`Route6`] (a backend chosen at
-//! start-up by [`RouteBackend`], one `match` per burst) and by
+//! of [`crate::dpdk::lpm`], by [`HashLpm`] (the pure-Rust `linear`
+//! backend, which needs no EAL), by [`Route4`]/[`Route6`] (a backend chosen
+//! at start-up by [`RouteBackend`], one `match` per burst) and by
 //! [`LinearRoutes`], the linear-scan oracle. Next hops are `u32` ids; a
 //! lookup that matches no route yields [`MISS`] whatever the backend.
 //!
@@ -12,7 +13,11 @@
 //! IPv6: rte_fib6 and rte_lpm6 look up at about the same speed; rte_lpm6
 //! loads faster but stores only 21-bit next hops, so rte_fib6 stays the
 //! default and `Lpm` is the option for large, churning IPv6 tables. The
-//! figures: the `tables` bench, README and `docs/perf-log.md`.
+//! figures: the `tables` bench, README and `docs/perf-log.md`. `Linear`
+//! ([`HashLpm`]) is for tests, the fuzzer and small tables: it gives the
+//! DPDK backends' answers without EAL, at a cost that grows with the number
+//! of distinct prefix lengths.
+use super::hash_lpm::{self, HashLpm};
 use super::prefix::{mask4, mask6};
 pub use crate::dpdk::lpm::Fib4Reader;
 use crate::dpdk::lpm::{Fib4, Fib6, Lpm4, Lpm6, LpmConfig};
@@ -23,8 +28,8 @@ pub const MISS: u32 = u32::MAX;
 
 const _: () = assert!(Lpm4::MISS == MISS && Lpm6::MISS == MISS);
 
-/// Which DPDK library backs a route table; the config's `route.backend`
-/// (`"fib"` or `"lpm"`) deserializes into it.
+/// What backs a route table; the config's `route.backend` (`"fib"`,
+/// `"lpm"` or `"linear"`) deserializes into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RouteBackend {
@@ -35,6 +40,12 @@ pub enum RouteBackend {
     /// rte_lpm / rte_lpm6: rte_lpm's add is O(rules of that length); next
     /// hops of 24 (IPv4) or 21 (IPv6) bits.
     Lpm,
+    /// [`HashLpm`]: pure Rust, no EAL and no DPDK memory; one hash map per
+    /// prefix length, probed longest first. Same answers and 31-bit next
+    /// hops as `Fib`. For tests, the fuzzer and small tables; with it the
+    /// daemon's neighbour table is the Rust one too
+    /// ([`NeighborBackend::for_routes`](super::neighbor::NeighborBackend::for_routes)).
+    Linear,
 }
 
 /// Backend and size of a route table.
@@ -73,6 +84,8 @@ impl RouteConfig {
             }
             (RouteBackend::Lpm, false) => TBL24 + tbl8 * TBL8_GROUP + routes * (8 + 9),
             (RouteBackend::Lpm, true) => TBL24 + tbl8 * (TBL8_GROUP + 16) + routes * 48,
+            // On the Rust heap, not in EAL memory.
+            (RouteBackend::Linear, _) => 0,
         }
     }
 }
@@ -90,7 +103,7 @@ impl Default for RouteConfig {
 
 /// An address type routes are keyed by: host-order `u32` for IPv4,
 /// network-order `[u8; 16]` for IPv6.
-pub trait RouteAddr: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
+pub trait RouteAddr: Copy + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + 'static {
     /// Address length in bits: the longest prefix.
     const BITS: u8;
     /// The address with the bits past `len` cleared.
@@ -269,13 +282,16 @@ impl RouteTable for Lpm6 {
 pub enum Route4 {
     Fib(Fib4),
     Lpm(Lpm4),
+    Linear(HashLpm<u32>),
 }
 
 impl Route4 {
+    /// A table of `cfg.backend`; `Fib` and `Lpm` need EAL, `Linear` does not.
     pub fn new(cfg: RouteConfig) -> Result<Route4, DpdkError> {
         Ok(match cfg.backend {
             RouteBackend::Fib => Route4::Fib(Fib4::new(cfg.lpm_config())?),
             RouteBackend::Lpm => Route4::Lpm(Lpm4::new(cfg.lpm_config())?),
+            RouteBackend::Linear => Route4::Linear(HashLpm::new(cfg.max_routes)?),
         })
     }
 
@@ -283,17 +299,19 @@ impl Route4 {
         match self {
             Route4::Fib(_) => RouteBackend::Fib,
             Route4::Lpm(_) => RouteBackend::Lpm,
+            Route4::Linear(_) => RouteBackend::Linear,
         }
     }
 
     /// rte_fib's table read in place ([`Fib4Reader`]), which
     /// [`Route4::lookup_bulk_raw`] uses; the data path also prefetches with
-    /// it. None for rte_lpm (or an rte_fib whose layout did not check out).
+    /// it. None for rte_lpm and the linear backend (or an rte_fib whose
+    /// layout did not check out).
     #[inline(always)]
     pub fn reader(&self) -> Option<Fib4Reader<'_>> {
         match self {
             Route4::Fib(t) => t.reader(),
-            Route4::Lpm(_) => None,
+            Route4::Lpm(_) | Route4::Linear(_) => None,
         }
     }
 
@@ -303,7 +321,8 @@ impl Route4 {
     /// [`RouteTable::lookup_bulk`], rte_fib's 8-byte results are not
     /// narrowed into a second buffer first (that pass and its buffer showed
     /// in the route profile), and rte_fib's table is read in
-    /// place ([`Fib4Reader`]) when its layout checked out.
+    /// place ([`Fib4Reader`]) when its layout checked out. The backend is
+    /// matched once per call (per burst), never per packet.
     ///
     /// # Panics
     /// If `addrs` holds more than `BURST_SIZE` addresses.
@@ -327,17 +346,23 @@ impl Route4 {
                     *o = u64::from(v);
                 }
             }
+            Route4::Linear(t) => {
+                for (o, &a) in out.iter_mut().zip(addrs) {
+                    *o = u64::from(t.lookup_one(a));
+                }
+            }
         }
     }
 }
 
 /// Raw lookup entries ([`Route4::lookup_bulk_raw`]) at or above this are
-/// misses: both backends' misses are, and no value a route stores is.
+/// misses: every backend's misses are, and no value a route stores is.
 pub const RAW_MISS_FLOOR: u64 = Fib4::MISS;
 const _: () = assert!(
     MISS as u64 >= RAW_MISS_FLOOR
         && (Fib4::MAX_NEXTHOP as u64) < RAW_MISS_FLOOR
         && (Lpm4::MAX_NEXTHOP as u64) < RAW_MISS_FLOOR
+        && (hash_lpm::MAX_NEXTHOP as u64) < RAW_MISS_FLOOR
 );
 
 /// The value of a raw lookup entry: a next-hop or group id, or [`MISS`].
@@ -354,13 +379,16 @@ pub fn raw_value(raw: u64) -> u32 {
 pub enum Route6 {
     Fib(Fib6),
     Lpm(Lpm6),
+    Linear(HashLpm<[u8; 16]>),
 }
 
 impl Route6 {
+    /// A table of `cfg.backend`; `Fib` and `Lpm` need EAL, `Linear` does not.
     pub fn new(cfg: RouteConfig) -> Result<Route6, DpdkError> {
         Ok(match cfg.backend {
             RouteBackend::Fib => Route6::Fib(Fib6::new(cfg.lpm_config())?),
             RouteBackend::Lpm => Route6::Lpm(Lpm6::new(cfg.lpm_config())?),
+            RouteBackend::Linear => Route6::Linear(HashLpm::new(cfg.max_routes)?),
         })
     }
 
@@ -368,6 +396,7 @@ impl Route6 {
         match self {
             Route6::Fib(_) => RouteBackend::Fib,
             Route6::Lpm(_) => RouteBackend::Lpm,
+            Route6::Linear(_) => RouteBackend::Linear,
         }
     }
 }
@@ -382,12 +411,14 @@ macro_rules! dispatch_route_table {
                 match self {
                     $ty::Fib(t) => RouteTable::add(t, prefix, len, nh),
                     $ty::Lpm(t) => RouteTable::add(t, prefix, len, nh),
+                    $ty::Linear(t) => RouteTable::add(t, prefix, len, nh),
                 }
             }
             fn delete(&mut self, prefix: $addr, len: u8) -> Result<bool, DpdkError> {
                 match self {
                     $ty::Fib(t) => RouteTable::delete(t, prefix, len),
                     $ty::Lpm(t) => RouteTable::delete(t, prefix, len),
+                    $ty::Linear(t) => RouteTable::delete(t, prefix, len),
                 }
             }
             #[inline]
@@ -395,24 +426,28 @@ macro_rules! dispatch_route_table {
                 match self {
                     $ty::Fib(t) => RouteTable::lookup_bulk(t, addrs, out),
                     $ty::Lpm(t) => RouteTable::lookup_bulk(t, addrs, out),
+                    $ty::Linear(t) => RouteTable::lookup_bulk(t, addrs, out),
                 }
             }
             fn len(&self) -> usize {
                 match self {
                     $ty::Fib(t) => RouteTable::len(t),
                     $ty::Lpm(t) => RouteTable::len(t),
+                    $ty::Linear(t) => RouteTable::len(t),
                 }
             }
             fn memory_bytes(&self) -> usize {
                 match self {
                     $ty::Fib(t) => RouteTable::memory_bytes(t),
                     $ty::Lpm(t) => RouteTable::memory_bytes(t),
+                    $ty::Linear(t) => RouteTable::memory_bytes(t),
                 }
             }
             fn max_nexthop(&self) -> u32 {
                 match self {
                     $ty::Fib(t) => RouteTable::max_nexthop(t),
                     $ty::Lpm(t) => RouteTable::max_nexthop(t),
+                    $ty::Linear(t) => RouteTable::max_nexthop(t),
                 }
             }
         }
@@ -498,6 +533,10 @@ mod tests {
     use super::*;
     use crate::tables::testing::test_lock;
 
+    /// Every backend: the DPDK ones and the linear one must agree.
+    const BACKENDS: [RouteBackend; 3] =
+        [RouteBackend::Fib, RouteBackend::Lpm, RouteBackend::Linear];
+
     fn small(backend: RouteBackend) -> RouteConfig {
         RouteConfig {
             backend,
@@ -519,7 +558,7 @@ mod tests {
     #[test]
     fn route4_backends_agree_and_miss() {
         let _g = test_lock();
-        for backend in [RouteBackend::Fib, RouteBackend::Lpm] {
+        for backend in BACKENDS {
             let mut t = Route4::new(small(backend)).unwrap();
             assert_eq!(t.backend(), backend);
             assert!(t.is_empty());
@@ -568,7 +607,9 @@ mod tests {
             assert!(t.delete(0x0a01_0000, 16).unwrap());
             assert!(!t.delete(0x0a01_0000, 16).unwrap());
             assert_eq!(t.lookup(0x0a01_0001), Some(1));
-            assert!(t.memory_bytes() >= 64 << 20);
+            if backend != RouteBackend::Linear {
+                assert!(t.memory_bytes() >= 64 << 20);
+            }
         }
     }
 
@@ -584,7 +625,7 @@ mod tests {
             .unwrap()
             .octets();
         let c: [u8; 16] = "2002::1".parse::<std::net::Ipv6Addr>().unwrap().octets();
-        for backend in [RouteBackend::Fib, RouteBackend::Lpm] {
+        for backend in BACKENDS {
             let mut t = Route6::new(small(backend)).unwrap();
             assert_eq!(t.backend(), backend);
             t.add(a, 48, 7).unwrap();
@@ -601,7 +642,7 @@ mod tests {
     #[test]
     fn bad_inputs_are_errors() {
         let _g = test_lock();
-        for backend in [RouteBackend::Fib, RouteBackend::Lpm] {
+        for backend in BACKENDS {
             let mut t4 = Route4::new(small(backend)).unwrap();
             assert!(t4.add(0, 33, 1).is_err());
             assert!(t4.delete(0, 33).is_err());
@@ -613,18 +654,51 @@ mod tests {
             assert!(t6.add([0; 16], 8, t6.max_nexthop() + 1).is_err());
             assert!(t6.lookup([0; 16]).is_none());
         }
-        let zero = RouteConfig {
-            max_routes: 0,
-            ..small(RouteBackend::Fib)
-        };
-        assert!(Route4::new(zero).is_err());
-        assert!(Route6::new(zero).is_err());
+        for backend in BACKENDS {
+            let zero = RouteConfig {
+                max_routes: 0,
+                ..small(backend)
+            };
+            assert!(Route4::new(zero).is_err(), "{backend:?}");
+            assert!(Route6::new(zero).is_err(), "{backend:?}");
+        }
+    }
+
+    /// The linear backend needs no EAL: this test never starts it (under
+    /// nextest a test is its own process, so the check means something).
+    #[test]
+    fn linear_backend_runs_without_eal() {
+        let cfg = small(RouteBackend::Linear);
+        let mut t4 = Route4::new(cfg).unwrap();
+        let mut t6 = Route6::new(cfg).unwrap();
+        assert_eq!(
+            (t4.backend(), t6.backend()),
+            (RouteBackend::Linear, RouteBackend::Linear)
+        );
+        assert!(t4.reader().is_none());
+        t4.add(0x0a00_0000, 8, 1).unwrap();
+        t6.add(
+            [0x20, 1, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            32,
+            2,
+        )
+        .unwrap();
+        let mut raw = [0u64; FIB_CHUNK];
+        t4.lookup_bulk_raw(&[0x0a09_0909, 0x0b00_0000], &mut raw);
+        assert_eq!((raw_value(raw[0]), raw_value(raw[1])), (1, MISS));
+        assert!(raw[1] >= RAW_MISS_FLOOR);
+        assert_eq!(
+            t6.lookup([0x20, 1, 0x0d, 0xb8, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+            Some(2)
+        );
+        assert_eq!(cfg.estimated_bytes(false), 0, "no EAL memory");
+        crate::tables::testing::assert_no_eal();
     }
 
     #[test]
     fn table_full_is_an_error() {
         let _g = test_lock();
-        for backend in [RouteBackend::Fib, RouteBackend::Lpm] {
+        for backend in BACKENDS {
             let cfg = RouteConfig {
                 backend,
                 max_routes: 4,

@@ -5,8 +5,8 @@
 //! Built from the config on the control thread (at start and on every
 //! reload) and then shared read-only (`Arc`, inside a
 //! [`TableSet`](super::set::TableSet)), except two kinds of slow-path writes
-//! that are safe under concurrent readers: neighbour learning (rte_hash with
-//! lock-free readers) and each gateway next hop's cached MAC (an
+//! that are safe under concurrent readers: neighbour learning (rte_hash or
+//! the Rust map, both with lock-free readers) and each gateway next hop's cached MAC (an
 //! `AtomicU64`). The neighbour table is not part of the build: it is handed
 //! in, outlives every `Routing` built over it, and so keeps what was learned
 //! across reloads; a new `Routing` fills its gateways' MACs from it.
@@ -431,6 +431,20 @@ impl Routing {
         (value & GROUP_FLAG != 0).then(|| &*self.groups[(value & !GROUP_FLAG) as usize])
     }
 
+    /// The MTU of the path to `addr` (the smallest of an ECMP group's
+    /// ports), or `None` without a route: what the load balancer checks an
+    /// encapsulated packet against.
+    pub fn path_mtu(&self, addr: IpAddr) -> Option<u16> {
+        let value = match addr {
+            IpAddr::V4(a) => self.v4.lookup(u32::from(a))?,
+            IpAddr::V6(a) => self.v6.lookup(a.octets())?,
+        };
+        match self.group(value) {
+            Some(g) => g.iter().map(|&id| self.nexthop(id).mtu).min(),
+            None => Some(self.nexthop(value).mtu),
+        }
+    }
+
     /// Records `ip → mac` on `port` if `ip` is on one of the port's subnets
     /// (never from off-link senders); updates gateway next hops using it.
     pub fn learn(&self, port: u16, ip: IpAddr, mac: [u8; 6]) -> bool {
@@ -495,21 +509,26 @@ mod tests {
         ]
     }
 
+    use crate::tables::neighbor::NeighborBackend;
+    use crate::tables::RouteBackend;
+
+    /// A Rust neighbour table: with [`small`]'s linear route tables, these
+    /// tests need no EAL (what they test is the next-hop logic above the
+    /// tables, which the backends' own tests cover).
     fn neighbors(capacity: u32) -> Arc<NeighborTable> {
-        Arc::new(NeighborTable::new(capacity).unwrap())
+        Arc::new(NeighborTable::with_backend(NeighborBackend::Rust, capacity).unwrap())
     }
 
     fn small() -> RouteConfig {
         RouteConfig {
+            backend: RouteBackend::Linear,
             max_routes: 1024,
             num_tbl8: 256,
-            ..RouteConfig::default()
         }
     }
 
     #[test]
     fn connected_local_gateway_and_ecmp() {
-        let _e = crate::tables::testing::test_lock();
         let gw1: IpAddr = "10.0.1.254".parse().unwrap();
         let gw2: IpAddr = "10.0.2.254".parse().unwrap();
         let routes = vec![
@@ -589,14 +608,26 @@ mod tests {
         let st = r.stats();
         assert_eq!(st.groups, 1);
         assert!(st.memory_bytes > 0);
+        crate::tables::testing::assert_no_eal();
     }
 
+    /// On the daemon's backends (rte_fib, rte_hash) and on the Rust ones.
     #[test]
     fn a_full_neighbour_cache_counts_what_it_could_not_learn() {
         let _e = crate::tables::testing::test_lock();
+        let fib = RouteConfig {
+            backend: RouteBackend::Fib,
+            ..small()
+        };
+        let rte_hash = Arc::new(NeighborTable::new(8).unwrap());
+        full_cache_counts(fib, rte_hash);
+        full_cache_counts(small(), neighbors(8));
+    }
+
+    fn full_cache_counts(cfg: RouteConfig, neighbors: Arc<NeighborTable>) {
         let mut ports = ports();
         ports[0].v4 = vec![("10.0.0.1".parse().unwrap(), 16)];
-        let r = Routing::build(ports, &[], &[], small(), small(), neighbors(8)).unwrap();
+        let r = Routing::build(ports, &[], &[], cfg, cfg, neighbors).unwrap();
         let mut learned = 0;
         for k in 0..2000u32 {
             let ip = IpAddr::V4(Ipv4Addr::from(0x0a00_0100 + k));
@@ -611,16 +642,15 @@ mod tests {
     }
 
     proptest::proptest! {
-        // Each case builds a DIR-24-8 table (64 MiB): keep the count small.
+        // Linear tables, no EAL: cases are cheap.
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
-            crate::tables::testing::proptest_cases(12)
+            crate::tables::testing::proptest_cases(64)
         ))]
 
         /// ECMP: a flow (its hash) always maps to the same member, the member
         /// is in the group, and every member of a group gets flows.
         #[test]
         fn ecmp_choice_is_stable_per_flow(members in 2usize..6, hashes in proptest::collection::vec(proptest::prelude::any::<u32>(), 1..64)) {
-            let _e = crate::tables::testing::test_lock();
             let mut ports = ports();
             ports[0].v4 = vec![("10.0.0.1".parse().unwrap(), 16)];
             let hops: Vec<(IpAddr, u16)> = (0..members)

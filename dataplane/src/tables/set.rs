@@ -16,6 +16,7 @@
 //! [`NeighborTable`](super::neighbor::NeighborTable) outlives every set and
 //! each set's routing refers to the same one.
 use super::acl::AclTable;
+use super::lb::LbTables;
 use super::routing::Routing;
 use crate::stats::Counter;
 use arc_swap::ArcSwap;
@@ -114,13 +115,17 @@ pub struct TableSet {
     /// ICMP errors per second per worker.
     pub icmp_rate: u32,
     pub acl: Option<AclSnapshot>,
+    /// The load balancer's services.
+    pub lb: Option<Arc<LbTables>>,
 }
 
 impl TableSet {
     /// The reports of stages whose counters live in the set (they start
     /// anew with new tables), by stage name.
     pub fn stage_reports(&self) -> Vec<(&'static str, serde_json::Value)> {
-        self.acl.iter().map(|a| ("acl", a.report())).collect()
+        let mut r: Vec<_> = self.acl.iter().map(|a| ("acl", a.report())).collect();
+        r.extend(self.lb.iter().map(|l| ("lb", l.report())));
+        r
     }
 
     /// An empty set (a pipeline without tables: `forward`).
@@ -131,6 +136,7 @@ impl TableSet {
             routing: None,
             icmp_rate: 0,
             acl: None,
+            lb: None,
         }
     }
 }

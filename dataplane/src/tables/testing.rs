@@ -62,3 +62,20 @@ pub fn proptest_cases(usual: u32) -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(usual)
 }
+
+/// Asserts that EAL is down, for a unit test that must run without it,
+/// where that means something: under nextest (`NEXTEST_EXECUTION_MODE` =
+/// `process-per-test`) the test is alone in its process, so EAL up means the
+/// code under test started it. Under plain `cargo test` the tests are
+/// threads of one process and another may have started the test EAL: no
+/// check then (the `lane_linear` test binary, which never starts EAL,
+/// checks under both).
+pub fn assert_no_eal() {
+    let alone = std::env::var_os("NEXTEST_EXECUTION_MODE").is_some_and(|m| m == "process-per-test");
+    if alone {
+        assert!(
+            !Eal::is_initialised(),
+            "EAL is up in a test that must run without it"
+        );
+    }
+}

@@ -30,7 +30,7 @@
 mod lookups;
 mod martians;
 #[cfg(test)]
-mod tests;
+mod pmtu_tests;
 
 pub use crate::wire::ipv4::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
 
@@ -489,5 +489,127 @@ fn neighbor_mac(r: &Routing, nh: &NextHop, m: &Meta, v6: bool) -> Option<[u8; 6]
                 _ => None,
             }
         }
+    }
+}
+
+/// The route stage over plain byte buffers on the `linear` backend and the
+/// Rust neighbour map: no EAL (the test checks it never came up).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::count::CountStage;
+    use crate::pipeline::{dispatch, new_meta_burst, Collect, Pipeline, Stage, VecPacket};
+    use crate::stats::WorkerCounters;
+    use crate::tables::neighbor::{NeighborBackend, NeighborTable};
+    use crate::tables::routing::{PortAddrs, RouteSpec, RouteTarget};
+    use crate::tables::{Prefix, RouteBackend, RouteConfig};
+    use etherparse::PacketBuilder;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    const GW_MAC: [u8; 6] = [2, 0, 0, 0, 2, 2];
+
+    /// Two ports; 198.18.1.0/24 via a gateway with a static neighbour,
+    /// 198.18.2.0/24 via one nobody has resolved.
+    fn routing() -> Arc<Routing> {
+        let port = |i: u8| PortAddrs {
+            mac: [2, 0, 0, 0, i, 1],
+            v4: vec![(Ipv4Addr::new(10, 0, i, 1), 24)],
+            v6: vec![],
+            mtu: 1500,
+            ipv4_checksum_offload: false,
+        };
+        let via = |net: u8, gw: u8| RouteSpec {
+            prefix: Prefix::v4(Ipv4Addr::new(198, 18, net, 0), 24).unwrap(),
+            target: RouteTarget::Via(vec![(IpAddr::V4(Ipv4Addr::new(10, 0, 2, gw)), 1)]),
+        };
+        let cfg = RouteConfig {
+            backend: RouteBackend::Linear,
+            max_routes: 64,
+            num_tbl8: 1,
+        };
+        let neighbors = NeighborTable::with_backend(NeighborBackend::Rust, 64).unwrap();
+        let gw = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 2));
+        let r = Routing::build(
+            vec![port(1), port(2)],
+            &[via(1, 2), via(2, 3)],
+            &[(1, gw, GW_MAC)],
+            cfg,
+            cfg,
+            Arc::new(neighbors),
+        )
+        .unwrap();
+        Arc::new(r)
+    }
+
+    fn udp4(dst: [u8; 4], ttl: u8) -> Vec<u8> {
+        let mut v = Vec::new();
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], [2, 0, 0, 0, 1, 1])
+            .ipv4([10, 0, 1, 5], dst, ttl)
+            .udp(4000, 53)
+            .write(&mut v, &[7u8; 18])
+            .unwrap();
+        v
+    }
+
+    /// Forwarded to the resolved gateway (TTL − 1, its MAC), no route, an
+    /// unresolved gateway (the packet becomes an ARP request): the same on
+    /// the lane and stage by stage, and `count` after `route` sees what
+    /// was sent.
+    #[test]
+    fn routes_without_eal() {
+        let frames = [
+            udp4([198, 18, 1, 7], 64),
+            udp4([203, 0, 113, 1], 64),
+            udp4([198, 18, 2, 7], 64),
+        ];
+        let mut outs = Vec::new();
+        for lane in [true, false] {
+            let mut p = Pipeline::new(vec![
+                Stage::Parse(Parse::default()),
+                Stage::Route(Box::new(RouteStage::new(routing(), 10))),
+                Stage::Count(CountStage::new(2)),
+            ]);
+            p.set_lane(lane);
+            let mut burst = Burst::<VecPacket>::new();
+            for f in &frames {
+                assert!(burst.push(VecPacket::new(f.clone())).is_ok());
+            }
+            let c = WorkerCounters::default();
+            let mut meta = new_meta_burst();
+            p.run(&mut burst, &mut meta, 0, &StageCtx::test(&c));
+            let verdicts: Vec<Verdict> = meta[..3].iter().map(|m| m.verdict).collect();
+            let mut out = Collect::default();
+            dispatch(&mut burst, &meta, &mut out);
+            let count = p
+                .counters()
+                .into_iter()
+                .find(|(name, _)| *name == "count")
+                .map(|(_, c)| c.report())
+                .unwrap();
+            assert_eq!(count["tx_packets"][1], 2, "count saw both sent packets");
+            let sent: Vec<(u16, Vec<u8>)> =
+                out.sent.into_iter().map(|(p, v)| (p, v.bytes)).collect();
+            let dropped: Vec<DropReason> = out.dropped.into_iter().map(|(r, _)| r).collect();
+            outs.push((verdicts, sent, dropped));
+        }
+        assert_eq!(outs[0], outs[1], "the lane and stage by stage differ");
+        let (verdicts, sent, dropped) = &outs[0];
+        assert_eq!(
+            verdicts[..2],
+            [Verdict::Tx(1), Verdict::Drop(DropReason::NoRoute)]
+        );
+        assert_eq!(dropped, &[DropReason::NoRoute]);
+        let (port, f) = &sent[0];
+        assert_eq!(*port, 1);
+        assert_eq!((&f[..6], &f[6..12]), (&GW_MAC[..], &[2, 0, 0, 0, 2, 1][..]));
+        assert_eq!(f[22], 63, "TTL decremented");
+        let (port, arp) = &sent[1];
+        assert_eq!(
+            (*port, &arp[12..14]),
+            (1, &[0x08, 0x06][..]),
+            "an ARP request"
+        );
+        assert_eq!(arp[38..42], [10, 0, 2, 3], "for the unresolved gateway");
+        crate::tables::testing::assert_no_eal();
     }
 }

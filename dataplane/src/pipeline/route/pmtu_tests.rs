@@ -1,6 +1,7 @@
 //! The route stage on literal packets: path-MTU errors (ICMP fragmentation
 //! needed, ICMPv6 packet too big), the `too_big_no_df` drop, and the books
-//! (`rx + originated = tx + dropped + consumed`) for each.
+//! (`rx + originated = tx + dropped + consumed`) for each. On the
+//! `linear` route backend and the Rust neighbour map: no EAL.
 use super::RouteStage;
 use crate::burst::Burst;
 use crate::pipeline::parse::Parse;
@@ -9,10 +10,9 @@ use crate::pipeline::{
     Verdict,
 };
 use crate::stats::{Originated, WorkerCounters};
-use crate::tables::neighbor::NeighborTable;
-use crate::tables::route::RouteConfig;
+use crate::tables::neighbor::{NeighborBackend, NeighborTable};
 use crate::tables::routing::{PortAddrs, RouteSpec, RouteTarget, Routing};
-use crate::tables::Prefix;
+use crate::tables::{Prefix, RouteBackend, RouteConfig};
 use crate::wire::checksum::internet_checksum;
 use crate::wire::Icmpv6Packet;
 use std::net::{IpAddr, Ipv6Addr};
@@ -46,9 +46,9 @@ fn routing() -> Arc<Routing> {
         },
     ];
     let small = RouteConfig {
+        backend: RouteBackend::Linear,
         max_routes: 64,
-        num_tbl8: 64,
-        ..RouteConfig::default()
+        num_tbl8: 1,
     };
     Arc::new(
         Routing::build(
@@ -60,7 +60,7 @@ fn routing() -> Arc<Routing> {
             &[(1, gw4, GW_MAC), (1, gw6, GW_MAC)],
             small,
             small,
-            Arc::new(NeighborTable::new(64).unwrap()),
+            Arc::new(NeighborTable::with_backend(NeighborBackend::Rust, 64).unwrap()),
         )
         .unwrap(),
     )
@@ -77,7 +77,6 @@ struct Run {
 /// second, as many at once), on the lane or stage by stage, and checks the
 /// books as a worker keeps them.
 fn run(frames: &[Vec<u8>], icmp_rate: u32, lane: bool) -> Run {
-    let _e = crate::tables::testing::test_lock();
     let mut p = Pipeline::new(vec![
         Stage::Parse(Parse::default()),
         Stage::Route(Box::new(RouteStage::new(routing(), icmp_rate))),
@@ -94,6 +93,7 @@ fn run(frames: &[Vec<u8>], icmp_rate: u32, lane: bool) -> Run {
     let mut out = Collect::default();
     dispatch(&mut burst, &meta, &mut out);
     let total = |c: &[crate::stats::Counter]| c.iter().map(|x| x.get()).sum::<u64>();
+    crate::tables::testing::assert_no_eal();
     assert_eq!(
         n as u64 + total(&counters.originated),
         (out.sent.len() + out.dropped.len() + out.consumed.len()) as u64 + total(&counters.drops),

@@ -1,0 +1,626 @@
+//! `lb`: the L4 load balancer (Maglev, as in Eisenbud et al., NSDI 2016,
+//! and Katran). A packet to a service — virtual address, protocol,
+//! destination port — goes to one backend of the service's pool: the one
+//! its connection was tracked to (per worker, [`ConnTable`]), else the one
+//! the service's Maglev table gives its flow hash ([`lb_hash_v4`]), which
+//! every instance computes alike. Then it is encapsulated IP-in-IP to the
+//! backend for `route` to forward ([`encap`]), or sent to the backend's MAC
+//! as it is (L2 DSR). Every other packet passes untouched.
+//!
+//! Connection tracking: a flow's first packet inserts it (the Maglev
+//! choice); later packets find it and refresh it; a TCP FIN or RST shortens
+//! its idle timeout. Entries name a backend by its stable id, which each
+//! snapshot maps back to an index (a reload never makes a worker scan its
+//! table): a tracked flow keeps its backend while the backend stays in the
+//! pool, drained (weight 0) or not; a removed backend's flows are balanced
+//! again (`moved`). A full table is counted and the flow goes untracked to
+//! the Maglev choice.
+//!
+//! ICMP errors to a VIP (destination unreachable, packet too big, time
+//! exceeded: what routers send about the backends' replies, which leave
+//! with the VIP as source) quote a packet of a flow: they are balanced by
+//! that flow's reversed tuple, so they reach the flow's backend. Fragments:
+//! per service, dropped (`lb_fragment`), or every packet of the service is
+//! hashed without ports (`fragments = "three_tuple"`).
+//!
+//! A packet that does not fit the path to its backend once encapsulated is
+//! dropped as `too_big`; with DF set (always for IPv6) its buffer becomes an
+//! ICMP fragmentation-needed / packet-too-big to the client, from the VIP,
+//! rate-limited, which `route` then forwards.
+//!
+//! On the fast lane a plain IPv4 packet is read from the lane (its key
+//! holds the ports) and stays plain after encapsulation: its lane fields
+//! become the outer header's, so `route` forwards it on its fast path.
+//!
+//! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `key`, `flags`; sets
+//! `verdict` (DSR: `Tx`, drops), and rewrites the whole `Meta` of a packet
+//! it encapsulates (parsed again: the outer header).
+mod encap;
+mod icmp;
+
+use super::route::FastTx;
+use super::{
+    DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
+    Verdict, L3,
+};
+use crate::burst::Burst;
+use crate::pipeline::local::IcmpLimiter;
+use crate::pipeline::meta::flags as meta_flags;
+use crate::tables::conntrack::{flags as ct_flags, ConnKey, ConnTable, Timeouts};
+use crate::tables::lb::{lb_hash_v4, lb_hash_v6, FragPolicy, LbCounters, LbTables, Method};
+use crate::tables::set::TableSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+pub use encap::{encap_v4, encap_v6};
+
+const PROTO_TCP: u8 = 6;
+const PROTO_ICMP: u8 = 1;
+const PROTO_ICMPV6: u8 = 58;
+
+pub struct LbStage {
+    tables: Arc<LbTables>,
+    counters: Arc<LbCounters>,
+    worker: usize,
+    /// This worker's connections: learned state, kept across rebinds.
+    conn: ConnTable,
+    /// The TSC rate the table's timeouts were converted with.
+    hz: u64,
+    limiter: IcmpLimiter,
+    /// Connection-table occupancy, published once a burst for the report.
+    occupancy: Arc<LbWorkerCounters>,
+}
+
+/// What the stage itself reports (its tables' counters are the snapshot's).
+#[derive(Debug, Default)]
+pub struct LbWorkerCounters {
+    pub conntrack_entries: crate::stats::Counter,
+    pub conntrack_capacity: crate::stats::Counter,
+}
+
+impl StageCounters for LbWorkerCounters {
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({
+            "conntrack": {
+                "entries": self.conntrack_entries.get(),
+                "capacity": self.conntrack_capacity.get(),
+            }
+        })
+    }
+}
+
+/// A flow as the balancer sees it.
+struct Flow {
+    key: ConnKey,
+    hash: u32,
+    /// FIN/RST seen in this packet ([`ct_flags`]).
+    closing: u8,
+}
+
+impl LbStage {
+    /// Worker `worker`'s stage over `tables`, tracking up to
+    /// `tables.spec.conntrack_capacity` connections (allocated here, on the
+    /// control thread).
+    pub fn new(tables: Arc<LbTables>, worker: usize) -> Result<Self, String> {
+        let spec = &tables.spec;
+        let conn = ConnTable::new(spec.conntrack_capacity, timeouts(spec, 0))
+            .map_err(|e| e.to_string())?;
+        let occupancy = Arc::new(LbWorkerCounters::default());
+        occupancy.conntrack_capacity.set(conn.capacity() as u64);
+        Ok(LbStage {
+            counters: tables.counters_for(worker),
+            limiter: IcmpLimiter::new(spec.icmp_rate, spec.icmp_rate.clamp(1, 100)),
+            tables,
+            worker,
+            conn,
+            hz: 0,
+            occupancy,
+        })
+    }
+
+    /// The connection table (tests).
+    pub fn conn(&self) -> &ConnTable {
+        &self.conn
+    }
+
+    /// Takes newly published services (at a burst boundary). The
+    /// connection table stays; the timeouts follow the new config.
+    pub fn rebind_lb(&mut self, tables: &Arc<LbTables>) {
+        if Arc::ptr_eq(&self.tables, tables) {
+            return;
+        }
+        let rate = tables.spec.icmp_rate;
+        if rate != self.tables.spec.icmp_rate {
+            self.limiter = IcmpLimiter::new(rate, rate.clamp(1, 100));
+        }
+        self.tables = tables.clone();
+        self.counters = tables.counters_for(self.worker);
+        self.hz = 0; // timeouts converted again on the next burst
+    }
+}
+
+/// The config's timeouts in ticks of a `hz` clock.
+fn timeouts(spec: &crate::tables::lb::LbSpec, hz: u64) -> Timeouts {
+    Timeouts {
+        tcp: u64::from(spec.tcp_timeout_s) * hz,
+        udp: u64::from(spec.udp_timeout_s) * hz,
+        closing: u64::from(spec.closing_timeout_s) * hz,
+    }
+}
+
+impl StageOps for LbStage {
+    fn name(&self) -> &'static str {
+        "lb"
+    }
+
+    #[inline(always)]
+    fn process<P: PacketBuf, F: FastTx<P>>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        ctx: &StageCtx,
+        _tx: &mut F,
+    ) {
+        if self.tables.services.is_empty() {
+            return;
+        }
+        if self.hz != ctx.tsc_hz {
+            self.hz = ctx.tsc_hz;
+            self.conn
+                .set_timeouts(timeouts(&self.tables.spec, ctx.tsc_hz));
+        }
+        let n = pkts.len();
+        let plain = lane.plain;
+        for (i, m) in meta[..n].iter_mut().enumerate() {
+            if plain & (1 << i) != 0 {
+                // Plain packets' verdicts are in `Meta` on an early lane.
+                if m.verdict != Verdict::Continue {
+                    continue;
+                }
+                let Some(r) = self.tables.vip4_range(lane.dst[i]) else {
+                    continue;
+                };
+                if let Some(p) = pkts.get_mut(i) {
+                    self.plain_v4(p, m, lane, i, r, ctx);
+                }
+            } else if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
+                if let Some(p) = pkts.get_mut(i) {
+                    self.general(p, m, lane, i, ctx);
+                }
+            }
+        }
+        self.occupancy
+            .conntrack_entries
+            .set(self.conn.occupancy() as u64);
+    }
+
+    fn rebind(&mut self, set: &TableSet, _worker: usize) {
+        if let Some(t) = &set.lb {
+            self.rebind_lb(t);
+        }
+    }
+
+    fn counters(&self) -> Option<Arc<dyn StageCounters>> {
+        Some(self.occupancy.clone())
+    }
+}
+
+impl LbStage {
+    /// A plain IPv4 packet to a VIP: the services of range `r`.
+    #[inline(always)]
+    fn plain_v4<P: PacketBuf>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        lane: &mut Lane,
+        i: usize,
+        r: (usize, usize),
+        ctx: &StageCtx,
+    ) {
+        let k = lane.keys[i];
+        let proto = k.head as u8;
+        let sport = u16::from_be((k.head >> 32) as u16);
+        let dport = u16::from_be((k.head >> 48) as u16);
+        let Some(si) = self.tables.service_in(r, proto, dport) else {
+            if proto == PROTO_ICMP {
+                lane.materialize_meta(p, m, i);
+                self.icmp_error(p, m, lane, i, ctx);
+            }
+            return;
+        };
+        let (src, dst) = (lane.src[i], lane.dst[i]);
+        let data = p.data();
+        let frag = u16::from_be_bytes([data[20], data[21]]) & 0x3fff != 0;
+        let s = &self.tables.services[si];
+        let (sport, dport) = match s.fragments {
+            FragPolicy::ThreeTuple => (0, 0),
+            FragPolicy::Drop if frag => {
+                self.counters.services[si].fragments.add(1);
+                m.verdict = Verdict::Drop(DropReason::LbFragment);
+                return;
+            }
+            FragPolicy::Drop => (sport, dport),
+        };
+        let closing = if proto == PROTO_TCP {
+            tcp_closing(data.get(14 + 20 + 13).copied().unwrap_or(0))
+        } else {
+            0
+        };
+        let flow = Flow {
+            key: ConnKey::v4(
+                Ipv4Addr::from(src),
+                sport,
+                Ipv4Addr::from(dst),
+                dport,
+                proto,
+                s.id,
+            ),
+            hash: lb_hash_v4(src, dst, sport, dport, proto),
+            closing,
+        };
+        let Some(b) = self.choose(si, &flow, ctx.now) else {
+            m.verdict = Verdict::Drop(DropReason::LbNoBackend);
+            return;
+        };
+        self.send(p, m, lane, i, si, b, &flow, true, ctx);
+    }
+
+    /// Any other IPv4 or IPv6 packet (its `Meta` parsed).
+    #[inline(never)]
+    fn general<P: PacketBuf>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        lane: &mut Lane,
+        i: usize,
+        ctx: &StageCtx,
+    ) {
+        let v6 = m.l3 == L3::Ipv6;
+        let t = &*self.tables;
+        let r = if v6 {
+            t.vip6_range(u128::from_be_bytes(m.key.dst))
+        } else {
+            t.vip4_range(m.key.dst_v4())
+        };
+        let Some(r) = r else { return };
+        let proto = m.key.proto;
+        let Some(si) = t.service_in(r, proto, m.key.dport()) else {
+            if proto == PROTO_ICMP || proto == PROTO_ICMPV6 {
+                self.icmp_error(p, m, lane, i, ctx);
+            }
+            return;
+        };
+        let s = &t.services[si];
+        let frag = m.flags & meta_flags::FRAGMENT != 0 || is_first_fragment(p.data(), m);
+        let (sport, dport) = match s.fragments {
+            FragPolicy::ThreeTuple => (0, 0),
+            FragPolicy::Drop if frag => {
+                self.counters.services[si].fragments.add(1);
+                m.verdict = Verdict::Drop(DropReason::LbFragment);
+                return;
+            }
+            FragPolicy::Drop => (m.key.sport(), m.key.dport()),
+        };
+        let closing = if proto == PROTO_TCP && m.l4_off != 0 {
+            tcp_closing(
+                p.data()
+                    .get(usize::from(m.l4_off) + 13)
+                    .copied()
+                    .unwrap_or(0),
+            )
+        } else {
+            0
+        };
+        let flow = flow_of(&m.key, v6, sport, dport, s.id, closing);
+        let Some(b) = self.choose(si, &flow, ctx.now) else {
+            m.verdict = Verdict::Drop(DropReason::LbNoBackend);
+            return;
+        };
+        self.send(p, m, lane, i, si, b, &flow, false, ctx);
+    }
+
+    /// An ICMP error to a VIP: balanced as the flow it quotes (reversed).
+    #[cold]
+    #[inline(never)]
+    fn icmp_error<P: PacketBuf>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        lane: &mut Lane,
+        i: usize,
+        ctx: &StageCtx,
+    ) {
+        let v6 = m.l3 == L3::Ipv6;
+        let Some(q) = icmp::quoted_flow(p.data(), m, v6) else {
+            return;
+        };
+        let t = &*self.tables;
+        // The quoted packet left the service: VIP and service port as source.
+        let r = if v6 {
+            t.vip6_range(q.src)
+        } else {
+            t.vip4_range(q.src as u32)
+        };
+        let Some(si) = r.and_then(|r| t.service_in(r, q.proto, q.sport)) else {
+            return;
+        };
+        let s = &t.services[si];
+        let (cport, vport) = match s.fragments {
+            FragPolicy::ThreeTuple => (0, 0),
+            FragPolicy::Drop => (q.dport, q.sport),
+        };
+        let key = if v6 {
+            ConnKey::v6(
+                Ipv6Addr::from(q.dst),
+                cport,
+                Ipv6Addr::from(q.src),
+                vport,
+                q.proto,
+                s.id,
+            )
+        } else {
+            ConnKey::v4(
+                Ipv4Addr::from(q.dst as u32),
+                cport,
+                Ipv4Addr::from(q.src as u32),
+                vport,
+                q.proto,
+                s.id,
+            )
+        };
+        let hash = if v6 {
+            lb_hash_v6(q.dst, q.src, cport, vport, q.proto)
+        } else {
+            lb_hash_v4(q.dst as u32, q.src as u32, cport, vport, q.proto)
+        };
+        // Looked up, never inserted: an error does not start a connection.
+        let tracked = if s.conntrack {
+            self.conn
+                .lookup(&key, hash, ctx.now)
+                .and_then(|e| t.slot_of(e.backend))
+        } else {
+            None
+        };
+        let Some(b) = tracked.or_else(|| s.maglev.backend(hash)) else {
+            return;
+        };
+        self.counters.services[si].icmp_steered.add(1);
+        let flow = Flow {
+            key,
+            hash,
+            closing: 0,
+        };
+        self.send(p, m, lane, i, si, b, &flow, false, ctx);
+    }
+
+    /// The backend for `flow` of service `si`: tracked, else Maglev's
+    /// (and tracked from now on). `None`: no backend has a weight.
+    #[inline(always)]
+    fn choose(&mut self, si: usize, flow: &Flow, now: u64) -> Option<usize> {
+        let t = &*self.tables;
+        let s = &t.services[si];
+        let c = &*self.counters;
+        let sc = &c.services[si];
+        if !s.conntrack {
+            let b = s.maglev.backend(flow.hash);
+            if b.is_none() {
+                sc.no_backend.add(1);
+            } else {
+                sc.untracked.add(1);
+            }
+            return b;
+        }
+        if let Some(e) = self.conn.touch(&flow.key, flow.hash, now) {
+            if let Some(b) = t.slot_of(e.backend) {
+                sc.tracked.add(1);
+                if s.backends[b].weight == 0 {
+                    sc.drained.add(1);
+                }
+                if flow.closing != 0 {
+                    self.conn
+                        .mark_closing(&flow.key, flow.hash, now, flow.closing);
+                }
+                return Some(b);
+            }
+            // Its backend left the pool: balanced again below.
+            sc.moved.add(1);
+        }
+        let Some(b) = s.maglev.backend(flow.hash) else {
+            sc.no_backend.add(1);
+            return None;
+        };
+        match self
+            .conn
+            .insert(&flow.key, flow.hash, s.backends[b].stable_id, now)
+        {
+            Ok(()) => {
+                sc.new_flows.add(1);
+                c.backend_flows[s.counter_base + b].add(1);
+                if flow.closing != 0 {
+                    self.conn
+                        .mark_closing(&flow.key, flow.hash, now, flow.closing);
+                }
+            }
+            Err(_) => {
+                sc.conntrack_full.add(1);
+                sc.untracked.add(1);
+            }
+        }
+        Some(b)
+    }
+
+    /// Hands the packet to backend `b` of service `si`: encapsulated for
+    /// `route`, or (DSR) decided here.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn send<P: PacketBuf>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        lane: &mut Lane,
+        i: usize,
+        si: usize,
+        b: usize,
+        flow: &Flow,
+        plain: bool,
+        ctx: &StageCtx,
+    ) {
+        let t = &*self.tables;
+        let s = &t.services[si];
+        let be = &s.backends[b];
+        let c = &*self.counters;
+        let l3 = if plain { 14 } else { usize::from(m.l3_off) };
+        let v6 = !plain && m.l3 == L3::Ipv6;
+        let data = p.data();
+        let Some(len) = l3_len(data, l3, v6) else {
+            m.verdict = Verdict::Drop(DropReason::Truncated);
+            return;
+        };
+        if len > usize::from(be.inner_mtu) {
+            c.services[si].too_big.add(1);
+            let df = v6 || data[l3 + 6] & 0x40 != 0;
+            if plain {
+                lane.materialize_meta(p, m, i);
+            }
+            m.verdict = if df {
+                icmp::too_big(p, m, lane, be.inner_mtu, &mut self.limiter, ctx)
+            } else {
+                Verdict::Drop(DropReason::TooBig)
+            };
+            return;
+        }
+        c.services[si].packets.add(1);
+        c.backend_packets[s.counter_base + b].add(1);
+        match (s.method, be.addr) {
+            (Method::Dsr, _) => {
+                let d = p.data_mut();
+                d[..12].copy_from_slice(&be.dsr_l2);
+                if plain {
+                    lane.plain &= !(1 << i);
+                    // Its `Meta` is never read again but for the verdict.
+                }
+                m.verdict = Verdict::Tx(be.dsr_port);
+            }
+            (
+                Method::Ipip {
+                    source: IpAddr::V4(src),
+                },
+                IpAddr::V4(dst),
+            ) => {
+                let (src, dst) = (u32::from(src), u32::from(dst));
+                if !encap_v4(p, l3, src, dst, s.df, flow.hash as u16) {
+                    m.verdict = Verdict::Drop(DropReason::TooBig);
+                    return;
+                }
+                if plain {
+                    // Still plain: the outer header is untagged IPv4
+                    // without options; the lane holds its fields now.
+                    lane.src[i] = src;
+                    lane.dst[i] = dst;
+                    lane.keys[i] = FlowKeyV4 {
+                        head: 4,
+                        addrs: u64::from(src.swap_bytes()) | u64::from(dst.swap_bytes()) << 32,
+                    };
+                } else {
+                    reparse(p, m, lane);
+                }
+            }
+            (
+                Method::Ipip {
+                    source: IpAddr::V6(src),
+                },
+                IpAddr::V6(dst),
+            ) => {
+                if !encap_v6(p, l3, src, dst, flow.hash) {
+                    m.verdict = Verdict::Drop(DropReason::TooBig);
+                    return;
+                }
+                reparse(p, m, lane);
+            }
+            // The config refuses mixed families.
+            _ => m.verdict = Verdict::Drop(DropReason::Unsupported),
+        }
+    }
+}
+
+/// Parses an encapsulated packet again: its `Meta` describes the outer
+/// header from now on (verdict and input port kept).
+fn reparse<P: PacketBuf>(p: &P, m: &mut Meta, lane: &Lane) {
+    let (verdict, in_port) = (m.verdict, m.in_port);
+    let r = lane.parse.parse_one(p.data(), m);
+    m.in_port = in_port;
+    m.verdict = match r {
+        Ok(()) => verdict,
+        Err(reason) => Verdict::Drop(reason),
+    };
+}
+
+/// The L3 length of the packet at `l3` (IPv4 total length, IPv6 40 +
+/// payload length).
+#[inline(always)]
+fn l3_len(data: &[u8], l3: usize, v6: bool) -> Option<usize> {
+    if v6 {
+        let h = data.get(l3 + 4..l3 + 6)?;
+        Some(40 + usize::from(u16::from_be_bytes([h[0], h[1]])))
+    } else {
+        let h = data.get(l3 + 2..l3 + 4)?;
+        Some(usize::from(u16::from_be_bytes([h[0], h[1]])))
+    }
+}
+
+/// A TCP flags byte's FIN/RST as connection-table flags.
+#[inline(always)]
+fn tcp_closing(flags: u8) -> u8 {
+    (if flags & 0x01 != 0 { ct_flags::FIN } else { 0 })
+        | (if flags & 0x04 != 0 { ct_flags::RST } else { 0 })
+}
+
+/// An IPv4 first fragment (MF set, offset 0): `Meta::flags` marks only the
+/// later ones.
+fn is_first_fragment(data: &[u8], m: &Meta) -> bool {
+    if m.l3 != L3::Ipv4 {
+        return false; // IPv6 fragments: parse marks every one
+    }
+    let at = usize::from(m.l3_off) + 6;
+    data.get(at).is_some_and(|b| b & 0x20 != 0)
+}
+
+fn flow_of(
+    k: &crate::flow::FlowKey,
+    v6: bool,
+    sport: u16,
+    dport: u16,
+    service: u32,
+    closing: u8,
+) -> Flow {
+    if v6 {
+        let (s, d) = (u128::from_be_bytes(k.src), u128::from_be_bytes(k.dst));
+        Flow {
+            key: ConnKey::v6(
+                Ipv6Addr::from(s),
+                sport,
+                Ipv6Addr::from(d),
+                dport,
+                k.proto,
+                service,
+            ),
+            hash: lb_hash_v6(s, d, sport, dport, k.proto),
+            closing,
+        }
+    } else {
+        let (s, d) = (k.src_v4(), k.dst_v4());
+        Flow {
+            key: ConnKey::v4(
+                Ipv4Addr::from(s),
+                sport,
+                Ipv4Addr::from(d),
+                dport,
+                k.proto,
+                service,
+            ),
+            hash: lb_hash_v4(s, d, sport, dport, k.proto),
+            closing,
+        }
+    }
+}

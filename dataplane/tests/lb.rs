@@ -1,0 +1,857 @@
+//! The load balancer (`lb` stage) end to end through the pipeline as the
+//! daemon builds it from a config (`lb` then `route`, and `acl` in front):
+//! weight shares over generated flows, IP-in-IP packets checked by an
+//! independent parser (etherparse), DSR, connection tracking across
+//! reloads (drain, add, remove), a full connection table, idle expiry on a
+//! clock the test drives, ICMP too-big errors, ICMP errors steered to their
+//! flow's backend, fragment policies, IPv6 in IPv6, traffic to no service,
+//! and the fast lane against the stage-by-stage path.
+//!
+//! The routes are on the `linear` backend and the lb tables are Rust, so
+//! only a config with an ACL (rte_acl) starts EAL; the others build and run
+//! without it (checked under nextest, where each test is its own process).
+use dataplane::burst::Burst;
+use dataplane::config::{Config, Resolved};
+use dataplane::daemon::{
+    build_table_set, build_worker_pipeline, default_peer_mac, new_neighbor_table, LearnedState,
+    PortFacts, Reuse,
+};
+use dataplane::pipeline::{
+    dispatch, new_meta_burst, Collect, DropReason, MetaBurst, Pipeline, StageCtx, VecPacket,
+};
+use dataplane::stats::WorkerCounters;
+use dataplane::tables::lb::{lb_hash_v4, BackendIds};
+use dataplane::tables::set::TableSet;
+use etherparse::{IpNumber, Ipv4Header, NetHeaders, PacketBuilder, PacketHeaders, TransportHeader};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::{Mutex, OnceLock};
+
+const CLIENT_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x01, 0x01];
+const DC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0x01];
+const GW_DC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0x02];
+const GW_CLIENT: [u8; 6] = [0x02, 0, 0, 0, 0x01, 0x02];
+const PEER: [u8; 6] = [0x02, 0, 0, 0, 0x09, 0x09];
+
+/// Two ports: `client` (where clients are, behind 192.0.2.2) and `dc`
+/// (the backends, 10.2.0.0/16 behind 10.1.0.2; DSR backends on the dc
+/// subnet itself). `$SERVICES` is replaced by each test's services.
+const BASE: &str = r#"
+pipeline = ["lb", "route"]
+
+[eal]
+memory_mb = 256
+hugepages = "off"
+
+[[port]]
+name = "client"
+device = "net_null0"
+mac = "02:00:00:00:01:01"
+ipv4 = ["192.0.2.1/24"]
+ipv6 = ["2001:db8:c::1/64"]
+
+[[port]]
+name = "dc"
+device = "net_null1"
+mac = "02:00:00:00:02:01"
+ipv4 = ["10.1.0.1/16"]
+ipv6 = ["2001:db8:d::1/64"]
+
+[[worker]]
+core = 1
+rx = ["client", "dc"]
+
+[route]
+backend = "linear"
+max_routes = 1024
+max_routes6 = 1024
+tbl8_groups = 64
+neighbor_capacity = 1024
+
+[[route.static]]
+prefix = "198.51.100.0/24"
+via = "192.0.2.2"
+
+[[route.static]]
+prefix = "10.2.0.0/16"
+via = "10.1.0.2"
+
+[[route.static]]
+prefix = "2001:db8:e::/48"
+via = "2001:db8:d::2"
+
+[[route.static]]
+prefix = "2001:db8:cc::/48"
+via = "2001:db8:c::2"
+
+[[route.neighbor]]
+ip = "192.0.2.2"
+mac = "02:00:00:00:01:02"
+
+[[route.neighbor]]
+ip = "10.1.0.2"
+mac = "02:00:00:00:02:02"
+
+[[route.neighbor]]
+ip = "2001:db8:d::2"
+mac = "02:00:00:00:02:02"
+
+[[route.neighbor]]
+ip = "2001:db8:c::2"
+mac = "02:00:00:00:01:02"
+
+$LB
+"#;
+
+fn eal() {
+    static EAL: OnceLock<dataplane::dpdk::Eal> = OnceLock::new();
+    EAL.get_or_init(|| {
+        let mut args = dataplane::tables::testing::TEST_EAL_ARGS.to_vec();
+        let m = args.iter().position(|a| *a == "-m").expect("-m") + 1;
+        args[m] = "2048";
+        dataplane::dpdk::Eal::init(&args).unwrap_or_else(|e| panic!("EAL: {e}"))
+    });
+}
+
+/// DPDK table builds are not thread-safe across test threads sharing EAL
+/// (only the ACL's here; the lock is cheap, so every build takes it).
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    static L: Mutex<()> = Mutex::new(());
+    L.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `n` IP-in-IP backends `10.2.0.1..` with `weight(i)`.
+fn backends(n: usize, weight: impl Fn(usize) -> u32) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "[[lb.service.backend]]\naddress = \"10.2.{}.{}\"\nweight = {}\n",
+                i / 250,
+                i % 250 + 1,
+                weight(i)
+            )
+        })
+        .collect()
+}
+
+fn web(extra: &str, backends: &str) -> String {
+    format!(
+        "[[lb.service]]\nname = \"web\"\nvip = \"198.18.0.10\"\nproto = \"tcp\"\nport = 80\n\
+         method = \"ipip\"\nsource = \"10.1.0.1\"\n{extra}\n{backends}"
+    )
+}
+
+fn config(lb: &str) -> String {
+    BASE.replace("$LB", lb)
+}
+
+struct Router {
+    cfg: Config,
+    res: Resolved,
+    facts: PortFacts,
+    learned: LearnedState,
+    tables: TableSet,
+    pipeline: Pipeline,
+    meta: Box<MetaBurst>,
+    counters: WorkerCounters,
+    now: u64,
+}
+
+/// What one burst did.
+#[derive(Default)]
+struct Out {
+    sent: Vec<(u16, Vec<u8>)>,
+    dropped: Vec<(DropReason, Vec<u8>)>,
+}
+
+impl Router {
+    fn new(toml: &str) -> Router {
+        Self::with_lane(toml, true)
+    }
+
+    fn with_lane(toml: &str, lane: bool) -> Router {
+        let acl = toml.contains("[acl]");
+        if acl {
+            eal();
+        }
+        let _l = lock();
+        let (cfg, res) = Config::parse(toml, "lb.toml").unwrap_or_else(|e| panic!("{e}"));
+        let facts = PortFacts {
+            macs: cfg.ports.iter().map(|p| p.mac.unwrap().0).collect(),
+            checksum_offload: vec![false; cfg.ports.len()],
+        };
+        let mut learned = LearnedState {
+            neighbors: new_neighbor_table(&cfg).unwrap(),
+            lb_ids: BackendIds::default(),
+        };
+        let tables = build_table_set(
+            &cfg,
+            &res,
+            &facts,
+            learned.learned(),
+            0,
+            1,
+            Reuse::default(),
+        )
+        .unwrap();
+        let peers: Vec<[u8; 6]> = (0..cfg.ports.len()).map(default_peer_mac).collect();
+        let mut pipeline = build_worker_pipeline(&cfg, &res, &tables, &facts.macs, &peers, 0);
+        pipeline.set_lane(lane);
+        if !acl {
+            dataplane::tables::testing::assert_no_eal();
+        }
+        Router {
+            cfg,
+            res,
+            facts,
+            learned,
+            tables,
+            pipeline,
+            meta: Box::new(new_meta_burst()),
+            counters: WorkerCounters::default(),
+            now: 1_000_000_000,
+        }
+    }
+
+    /// Builds the tables of `toml` as a reload does (same learned state)
+    /// and rebinds the pipeline to them.
+    fn reload(&mut self, toml: &str) {
+        let _l = lock();
+        let (cfg, res) = Config::parse(toml, "lb.toml").unwrap_or_else(|e| panic!("{e}"));
+        let g = self.tables.generation + 1;
+        let set = build_table_set(
+            &cfg,
+            &res,
+            &self.facts,
+            self.learned.learned(),
+            g,
+            1,
+            Reuse::default(),
+        )
+        .unwrap();
+        self.pipeline.rebind(&set, 0);
+        self.tables = set;
+        self.cfg = cfg;
+        self.res = res;
+    }
+
+    /// Runs `frames` (received on `port`) in bursts of 32.
+    fn run(&mut self, port: u16, frames: &[Vec<u8>]) -> Out {
+        let mut out = Out::default();
+        let ctx = StageCtx {
+            now: self.now,
+            tsc_hz: 1_000_000_000,
+            counters: &self.counters,
+        };
+        for chunk in frames.chunks(32) {
+            let mut b = Burst::<VecPacket>::new();
+            for f in chunk {
+                b.push(VecPacket::new(f.clone())).unwrap();
+            }
+            self.pipeline.run(&mut b, &mut self.meta, port, &ctx);
+            let mut c = Collect::default();
+            dispatch(&mut b, &self.meta, &mut c);
+            out.sent
+                .extend(c.sent.into_iter().map(|(p, v)| (p, v.transmitted())));
+            out.dropped
+                .extend(c.dropped.into_iter().map(|(r, v)| (r, v.bytes)));
+        }
+        out
+    }
+
+    /// The `lb` report's first service's counters.
+    fn counters(&self, service: &str) -> serde_json::Value {
+        let r = self.tables.lb.as_ref().unwrap().report();
+        r["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == service)
+            .unwrap_or_else(|| panic!("no service {service}"))
+            .clone()
+    }
+}
+
+fn tcp(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, flags: u8, payload: usize) -> Vec<u8> {
+    let mut b = Vec::new();
+    let mut builder = PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+        .ipv4(src, dst, 60)
+        .tcp(sport, dport, 1, 65535);
+    if flags & 0x02 != 0 {
+        builder = builder.syn();
+    }
+    if flags & 0x01 != 0 {
+        builder = builder.fin();
+    }
+    if flags & 0x04 != 0 {
+        builder = builder.rst();
+    }
+    builder.write(&mut b, &vec![0x5a; payload]).unwrap();
+    b
+}
+
+fn udp(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Vec<u8> {
+    let mut b = Vec::new();
+    PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+        .ipv4(src, dst, 60)
+        .udp(sport, dport)
+        .write(&mut b, b"hello")
+        .unwrap();
+    b
+}
+
+/// Client `k` of many: 198.51.100.x with a port.
+fn client(k: usize) -> ([u8; 4], u16) {
+    (
+        [198, 51, 100, (k % 250 + 1) as u8],
+        10_000 + (k / 250) as u16,
+    )
+}
+
+const VIP: [u8; 4] = [198, 18, 0, 10];
+
+/// The outer header and the inner packet's bytes of an IP-in-IP frame.
+fn ipip(frame: &[u8]) -> (Ipv4Header, Vec<u8>) {
+    let h = PacketHeaders::from_ethernet_slice(frame).expect("parses");
+    let Some(NetHeaders::Ipv4(outer, _)) = h.net else {
+        panic!("not IPv4")
+    };
+    assert_eq!(outer.protocol, IpNumber::IPV4, "IP-in-IP");
+    (outer, frame[34..].to_vec())
+}
+
+/// The backend (outer destination) of each sent frame.
+fn backend_of(frame: &[u8]) -> Ipv4Addr {
+    Ipv4Addr::from(ipip(frame).0.destination)
+}
+
+#[test]
+fn shares_follow_weights_over_10k_flows() {
+    let mut r = Router::new(&config(&web("", &backends(4, |i| i as u32 + 1))));
+    let frames: Vec<_> = (0..10_000)
+        .map(|k| {
+            let (c, p) = client(k);
+            tcp(c, p, VIP, 80, 0x02, 0)
+        })
+        .collect();
+    let out = r.run(0, &frames);
+    assert!(out.dropped.is_empty(), "{:?}", out.dropped.first());
+    assert_eq!(out.sent.len(), 10_000);
+    let mut per: HashMap<Ipv4Addr, usize> = HashMap::new();
+    for (port, f) in &out.sent {
+        assert_eq!(*port, 1, "to the dc port");
+        *per.entry(backend_of(f)).or_default() += 1;
+    }
+    for i in 0..4u8 {
+        let got = per[&Ipv4Addr::new(10, 2, 0, i + 1)] as f64 / 10_000.0;
+        let want = f64::from(i + 1) / 10.0;
+        assert!((got - want).abs() < 0.02, "backend {i}: {got} vs {want}");
+    }
+    let c = r.counters("web");
+    assert_eq!(c["counters"]["new_flows"], 10_000);
+    assert_eq!(c["counters"]["packets"], 10_000);
+    let flows: u64 = c["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["flows"].as_u64().unwrap())
+        .sum();
+    assert_eq!(flows, 10_000);
+}
+
+#[test]
+fn ipip_packets_are_well_formed() {
+    let mut r = Router::new(&config(&web("", &backends(3, |_| 1))));
+    for (k, payload) in [(1, 0), (2, 100), (3, 1400)] {
+        let (c, p) = client(k);
+        let input = tcp(c, p, VIP, 80, 0x10, payload);
+        let out = r.run(0, std::slice::from_ref(&input));
+        assert_eq!(out.sent.len(), 1, "{:?}", out.dropped);
+        let (port, f) = &out.sent[0];
+        assert_eq!(*port, 1);
+        assert_eq!(&f[..6], &GW_DC, "to the gateway toward the backends");
+        assert_eq!(&f[6..12], &DC_MAC);
+        let (outer, inner) = ipip(f);
+        assert_eq!(outer.header_checksum, outer.calc_header_checksum());
+        assert_eq!(usize::from(outer.total_len), f.len() - 14);
+        assert_eq!(outer.source, [10, 1, 0, 1]);
+        assert_eq!(outer.time_to_live, 63, "64, less the route's hop");
+        assert!(!outer.more_fragments && outer.fragment_offset.value() == 0);
+        assert_eq!(
+            outer.dont_fragment,
+            input[20] & 0x40 != 0,
+            "DF from the inner"
+        );
+        assert_eq!(inner, input[14..], "the inner packet unchanged");
+        let ih = PacketHeaders::from_ip_slice(&inner).unwrap();
+        let Some(NetHeaders::Ipv4(ip, _)) = ih.net else {
+            panic!()
+        };
+        assert_eq!(ip.header_checksum, ip.calc_header_checksum());
+        let Some(TransportHeader::Tcp(t)) = ih.transport else {
+            panic!()
+        };
+        assert_eq!(
+            t.checksum,
+            t.calc_checksum_ipv4(&ip, ih.payload.slice()).unwrap()
+        );
+    }
+}
+
+#[test]
+fn tracked_flows_keep_their_backend_when_the_pool_changes() {
+    let before = config(&web("", &backends(10, |_| 1)));
+    let mut r = Router::new(&before);
+    let flows: Vec<_> = (0..2000).map(client).collect();
+    let syn: Vec<_> = flows
+        .iter()
+        .map(|&(c, p)| tcp(c, p, VIP, 80, 0x02, 0))
+        .collect();
+    let ack: Vec<_> = flows
+        .iter()
+        .map(|&(c, p)| tcp(c, p, VIP, 80, 0x10, 0))
+        .collect();
+    let first: Vec<Ipv4Addr> = r
+        .run(0, &syn)
+        .sent
+        .iter()
+        .map(|(_, f)| backend_of(f))
+        .collect();
+    // Backend 0 drained, two added: every tracked flow stays.
+    let drained = Ipv4Addr::new(10, 2, 0, 1);
+    let after = config(&web("", &backends(12, |i| u32::from(i != 0))));
+    r.reload(&after);
+    let again: Vec<Ipv4Addr> = r
+        .run(0, &ack)
+        .sent
+        .iter()
+        .map(|(_, f)| backend_of(f))
+        .collect();
+    assert_eq!(first, again, "tracked flows stay on their backends");
+    let c = r.counters("web");
+    assert_eq!(c["counters"]["tracked"], 2000);
+    let on_drained = first.iter().filter(|&&b| b == drained).count() as u64;
+    assert!(on_drained > 0);
+    assert_eq!(c["counters"]["drained"], on_drained);
+    // New flows never go to the drained backend; some go to the new ones.
+    let fresh: Vec<_> = (5000..7000)
+        .map(|k| {
+            let (c, p) = client(k);
+            tcp(c, p, VIP, 80, 0x02, 0)
+        })
+        .collect();
+    let new: Vec<Ipv4Addr> = r
+        .run(0, &fresh)
+        .sent
+        .iter()
+        .map(|(_, f)| backend_of(f))
+        .collect();
+    assert!(!new.contains(&drained));
+    assert!(new.contains(&Ipv4Addr::new(10, 2, 0, 12)));
+    // Backend 2 removed: its flows move (counted), the others stay.
+    let removed = Ipv4Addr::new(10, 2, 0, 3);
+    let mut list = backends(12, |i| u32::from(i != 0));
+    list = list.replace(
+        "[[lb.service.backend]]\naddress = \"10.2.0.3\"\nweight = 1\n",
+        "",
+    );
+    r.reload(&config(&web("", &list)));
+    let last: Vec<Ipv4Addr> = r
+        .run(0, &ack)
+        .sent
+        .iter()
+        .map(|(_, f)| backend_of(f))
+        .collect();
+    let on_removed = first.iter().filter(|&&b| b == removed).count();
+    assert!(on_removed > 0);
+    for (a, b) in first.iter().zip(&last) {
+        if *a == removed {
+            assert_ne!(b, &removed);
+        } else {
+            assert_eq!(a, b);
+        }
+    }
+    assert_eq!(r.counters("web")["counters"]["moved"], on_removed as u64);
+}
+
+#[test]
+fn a_full_connection_table_is_counted_and_falls_back_to_maglev() {
+    let lb = format!(
+        "[lb]\nconntrack_capacity = 16\n{}",
+        web("", &backends(8, |_| 1))
+    );
+    let mut r = Router::new(&config(&lb));
+    let flows: Vec<_> = (0..500).map(client).collect();
+    let frames: Vec<_> = flows
+        .iter()
+        .map(|&(c, p)| tcp(c, p, VIP, 80, 0x02, 0))
+        .collect();
+    let out = r.run(0, &frames);
+    assert_eq!(out.sent.len(), 500, "nothing lost to a full table");
+    let c = r.counters("web");
+    let full = c["counters"]["conntrack_full"].as_u64().unwrap();
+    assert!(full >= 500 - 16, "{full}");
+    assert_eq!(c["counters"]["untracked"], full);
+    let t = r.tables.lb.as_ref().unwrap();
+    let s = &t.services[0];
+    for ((cl, p), (_, f)) in flows.iter().zip(&out.sent) {
+        let h = lb_hash_v4(u32::from_be_bytes(*cl), u32::from_be_bytes(VIP), *p, 80, 6);
+        let b = &s.backends[s.maglev.backend(h).unwrap()];
+        assert_eq!(std::net::IpAddr::V4(backend_of(f)), b.addr);
+    }
+}
+
+#[test]
+fn idle_flows_expire_on_the_clock() {
+    let udp_svc = |n: usize| {
+        format!(
+            "[lb]\nudp_timeout_s = 30\n[[lb.service]]\nname = \"dns\"\nvip = \"198.18.0.53\"\n\
+             proto = \"udp\"\nport = 53\nsource = \"10.1.0.1\"\n{}",
+            backends(n, |_| 1)
+        )
+    };
+    let mut r = Router::new(&config(&udp_svc(2)));
+    let flows: Vec<_> = (0..400).map(client).collect();
+    let frames: Vec<_> = flows
+        .iter()
+        .map(|&(c, p)| udp(c, p, [198, 18, 0, 53], 53))
+        .collect();
+    let first: Vec<_> = r
+        .run(0, &frames)
+        .sent
+        .iter()
+        .map(|(_, f)| backend_of(f))
+        .collect();
+    // A bigger pool: Maglev now sends many flows elsewhere, but tracked
+    // flows stay while they are not idle for 30 s.
+    r.reload(&config(&udp_svc(8)));
+    r.now += 29_000_000_000;
+    let kept: Vec<_> = r
+        .run(0, &frames)
+        .sent
+        .iter()
+        .map(|(_, f)| backend_of(f))
+        .collect();
+    assert_eq!(first, kept);
+    // Idle for 31 s: forgotten, balanced by the new table.
+    r.now += 31_000_000_000;
+    let later: Vec<_> = r
+        .run(0, &frames)
+        .sent
+        .iter()
+        .map(|(_, f)| backend_of(f))
+        .collect();
+    let moved = first.iter().zip(&later).filter(|(a, b)| a != b).count();
+    assert!(moved > 100, "{moved} of 400 moved after expiry");
+    // Counters start anew with the reloaded services.
+    assert_eq!(r.counters("dns")["counters"]["new_flows"], 400);
+}
+
+#[test]
+fn tcp_fin_shortens_the_timeout() {
+    let lb = format!(
+        "[lb]\ntcp_timeout_s = 300\nclosing_timeout_s = 5\n{}",
+        web("", &backends(2, |_| 1))
+    );
+    let mut r = Router::new(&config(&lb));
+    let (c, p) = client(7);
+    r.run(0, &[tcp(c, p, VIP, 80, 0x02, 0)]);
+    r.now += 1_000_000_000;
+    r.run(0, &[tcp(c, p, VIP, 80, 0x11, 0)]); // FIN
+    r.now += 6_000_000_000;
+    r.run(0, &[tcp(c, p, VIP, 80, 0x10, 0)]);
+    let k = r.counters("web")["counters"].clone();
+    assert_eq!(k["new_flows"], 2, "closed flow forgotten after 5 s");
+    assert_eq!(k["tracked"], 1);
+}
+
+#[test]
+fn dsr_rewrites_the_destination_mac_only() {
+    let lb = r#"
+[[lb.service]]
+name = "dsr"
+vip = "198.18.0.20"
+proto = "udp"
+method = "dsr"
+
+[[lb.service.backend]]
+address = "10.1.0.50"
+mac = "02:00:00:00:50:50"
+
+[[lb.service.backend]]
+address = "10.1.0.51"
+mac = "02:00:00:00:51:51"
+"#;
+    let mut r = Router::new(&config(lb));
+    let frames: Vec<_> = (0..200)
+        .map(|k| {
+            let (c, p) = client(k);
+            udp(c, p, [198, 18, 0, 20], 5000 + k as u16)
+        })
+        .collect();
+    let out = r.run(0, &frames);
+    assert_eq!(out.sent.len(), 200);
+    let mut macs = std::collections::HashSet::new();
+    for ((port, f), input) in out.sent.iter().zip(&frames) {
+        assert_eq!(*port, 1);
+        assert!(f[..6] == [2, 0, 0, 0, 0x50, 0x50] || f[..6] == [2, 0, 0, 0, 0x51, 0x51]);
+        macs.insert(f[..6].to_vec());
+        assert_eq!(&f[6..12], &DC_MAC);
+        assert_eq!(&f[12..], &input[12..], "the packet unchanged, TTL included");
+    }
+    assert_eq!(macs.len(), 2);
+}
+
+#[test]
+fn too_big_once_encapsulated_gets_an_icmp_error_back() {
+    let mut r = Router::new(&config(&web("", &backends(2, |_| 1))));
+    let (c, p) = client(3);
+    // 1500-byte IP packet with DF: 1520 once encapsulated.
+    let mut big = tcp(c, p, VIP, 80, 0x10, 1500 - 40);
+    assert_eq!(big.len(), 1514);
+    let out = r.run(0, std::slice::from_ref(&big));
+    assert_eq!(out.sent.len(), 1);
+    let (port, f) = &out.sent[0];
+    assert_eq!(*port, 0, "back toward the client");
+    assert_eq!(&f[..6], &GW_CLIENT);
+    let h = PacketHeaders::from_ethernet_slice(f).unwrap();
+    let Some(NetHeaders::Ipv4(ip, _)) = &h.net else {
+        panic!()
+    };
+    assert_eq!(ip.source, VIP);
+    assert_eq!(ip.destination, c);
+    assert_eq!(ip.header_checksum, ip.calc_header_checksum());
+    let Some(TransportHeader::Icmpv4(icmp)) = &h.transport else {
+        panic!("{h:?}")
+    };
+    match icmp.icmp_type {
+        etherparse::Icmpv4Type::DestinationUnreachable(
+            etherparse::icmpv4::DestUnreachableHeader::FragmentationNeeded { next_hop_mtu },
+        ) => assert_eq!(next_hop_mtu, 1480),
+        ref t => panic!("{t:?}"),
+    }
+    assert_eq!(
+        icmp.checksum,
+        etherparse::Icmpv4Header::with_checksum(icmp.icmp_type.clone(), h.payload.slice()).checksum
+    );
+    assert_eq!(r.counters.drops[DropReason::TooBig as usize].get(), 1);
+    // Without DF: dropped, no error.
+    big[20] &= !0x40;
+    let c2 = Ipv4Header::from_slice(&big[14..]).unwrap().0;
+    big[24..26].copy_from_slice(&c2.calc_header_checksum().to_be_bytes());
+    let out = r.run(0, &[big]);
+    assert!(out.sent.is_empty());
+    assert_eq!(out.dropped.len(), 1);
+    assert_eq!(out.dropped[0].0, DropReason::TooBig);
+}
+
+#[test]
+fn icmp_errors_about_a_flow_reach_its_backend() {
+    let mut r = Router::new(&config(&web("", &backends(16, |_| 1))));
+    let mut seen = HashMap::new();
+    for k in 0..64 {
+        let (c, p) = client(k);
+        let out = r.run(0, &[tcp(c, p, VIP, 80, 0x02, 0)]);
+        seen.insert(k, backend_of(&out.sent[0].1));
+    }
+    // Grow the pool so that Maglev alone would move many of them.
+    r.reload(&config(&web("", &backends(40, |_| 1))));
+    for k in 0..64 {
+        let (c, p) = client(k);
+        // What a router on the way back sends about the backend's reply
+        // (VIP:80 -> client), to the VIP.
+        let reply = {
+            let mut b = Vec::new();
+            PacketBuilder::ipv4(VIP, c, 60)
+                .tcp(80, p, 1, 100)
+                .write(&mut b, &[0u8; 1400])
+                .unwrap();
+            b
+        };
+        let mut icmp = Vec::new();
+        PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+            .ipv4([203, 0, 113, 1], VIP, 60)
+            .icmpv4(etherparse::Icmpv4Type::DestinationUnreachable(
+                etherparse::icmpv4::DestUnreachableHeader::FragmentationNeeded {
+                    next_hop_mtu: 1300,
+                },
+            ))
+            .write(&mut icmp, &reply[..28])
+            .unwrap();
+        let out = r.run(0, &[icmp]);
+        assert_eq!(out.sent.len(), 1, "{:?}", out.dropped);
+        assert_eq!(backend_of(&out.sent[0].1), seen[&k], "flow {k}");
+    }
+    assert_eq!(r.counters("web")["counters"]["icmp_steered"], 64);
+}
+
+#[test]
+fn fragments_are_dropped_or_hashed_by_three_tuple() {
+    let frag = |c: [u8; 4], first: bool| {
+        let mut f = udp(c, 4000, [198, 18, 0, 30], 7000);
+        if first {
+            f[20] = 0x20; // MF
+        } else {
+            f[20] = 0x00;
+            f[21] = 0x10; // offset 128 bytes
+        }
+        let h = Ipv4Header::from_slice(&f[14..]).unwrap().0;
+        f[24..26].copy_from_slice(&h.calc_header_checksum().to_be_bytes());
+        f
+    };
+    let svc = |policy: &str| {
+        config(&format!(
+            "[[lb.service]]\nname = \"f\"\nvip = \"198.18.0.30\"\nproto = \"udp\"\n\
+             source = \"10.1.0.1\"\nfragments = \"{policy}\"\n{}",
+            backends(8, |_| 1)
+        ))
+    };
+    let mut r = Router::new(&svc("drop"));
+    let (c, _) = client(9);
+    let out = r.run(
+        0,
+        &[
+            frag(c, true),
+            frag(c, false),
+            udp(c, 4000, [198, 18, 0, 30], 7000),
+        ],
+    );
+    assert_eq!(out.sent.len(), 1);
+    assert_eq!(out.dropped.len(), 2);
+    assert!(out
+        .dropped
+        .iter()
+        .all(|(d, _)| *d == DropReason::LbFragment));
+    assert_eq!(r.counters("f")["counters"]["fragments"], 2);
+    let mut r = Router::new(&svc("three_tuple"));
+    for k in 0..50 {
+        let (c, _) = client(k);
+        let out = r.run(
+            0,
+            &[
+                frag(c, true),
+                frag(c, false),
+                udp(c, 4000, [198, 18, 0, 30], 7000),
+                udp(c, 4001, [198, 18, 0, 30], 7001),
+            ],
+        );
+        assert_eq!(out.sent.len(), 4);
+        let b: Vec<_> = out.sent.iter().map(|(_, f)| backend_of(f)).collect();
+        assert!(
+            b.iter().all(|x| *x == b[0]),
+            "one backend per 3-tuple: {b:?}"
+        );
+    }
+}
+
+#[test]
+fn ipv6_services_encapsulate_ipv6_in_ipv6() {
+    let lb = r#"
+[[lb.service]]
+name = "v6"
+vip = "2001:db8:f::10"
+proto = "tcp"
+port = 443
+source = "2001:db8:d::1"
+
+[[lb.service.backend]]
+address = "2001:db8:e::1"
+
+[[lb.service.backend]]
+address = "2001:db8:e::2"
+"#;
+    let mut r = Router::new(&config(lb));
+    let vip: [u8; 16] = "2001:db8:f::10"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
+    let mut backends = std::collections::HashSet::new();
+    for k in 0..100u16 {
+        let mut src = [0u8; 16];
+        src[..6].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0xcc]);
+        src[15] = k as u8 + 1;
+        let mut input = Vec::new();
+        PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+            .ipv6(src, vip, 60)
+            .tcp(20_000 + k, 443, 1, 100)
+            .write(&mut input, b"x")
+            .unwrap();
+        let out = r.run(0, std::slice::from_ref(&input));
+        assert_eq!(out.sent.len(), 1, "{:?}", out.dropped);
+        let (port, f) = &out.sent[0];
+        assert_eq!(*port, 1);
+        let h = PacketHeaders::from_ethernet_slice(f).unwrap();
+        let Some(NetHeaders::Ipv6(outer, _)) = h.net else {
+            panic!()
+        };
+        assert_eq!(outer.next_header, IpNumber::IPV6);
+        assert_eq!(usize::from(outer.payload_length), f.len() - 54);
+        assert_eq!(outer.hop_limit, 63);
+        assert_eq!(&f[54..], &input[14..], "inner unchanged");
+        backends.insert(outer.destination);
+    }
+    assert_eq!(backends.len(), 2);
+}
+
+#[test]
+fn traffic_to_no_service_passes_through() {
+    let mut r = Router::new(&config(&web("", &backends(2, |_| 1))));
+    let (c, p) = client(1);
+    // Routed as the router routes it: to a backend network address,
+    // and to the VIP on a port no service has (no route: dropped).
+    let to_host = tcp(c, p, [10, 2, 7, 7], 80, 0x02, 0);
+    let out = r.run(0, &[to_host.clone(), tcp(c, p, VIP, 81, 0x02, 0)]);
+    assert_eq!(out.sent.len(), 1);
+    assert_eq!(out.sent[0].1.len(), to_host.len(), "not encapsulated");
+    assert_eq!(out.dropped[0].0, DropReason::NoRoute);
+    assert_eq!(r.counters("web")["counters"]["packets"], 0);
+}
+
+#[test]
+fn lane_and_stage_by_stage_agree() {
+    for pipeline in [r#"["lb", "route"]"#, r#"["acl", "lb", "route"]"#] {
+        let acl = if pipeline.contains("acl") {
+            "[acl]\ndefault = \"allow\"\n[[acl.rule]]\naction = \"deny\"\nsrc = \"198.51.100.7/32\"\n"
+        } else {
+            ""
+        };
+        let lb = format!("{acl}{}", web("", &backends(8, |_| 1)));
+        let toml = config(&lb).replace(
+            r#"pipeline = ["lb", "route"]"#,
+            &format!("pipeline = {pipeline}"),
+        );
+        let mut a = Router::with_lane(&toml, true);
+        let mut b = Router::with_lane(&toml, false);
+        let mut frames = Vec::new();
+        for k in 0..300 {
+            let (c, p) = client(k);
+            frames.push(tcp(
+                c,
+                p,
+                VIP,
+                80,
+                if k % 7 == 0 { 0x11 } else { 0x02 },
+                k % 50,
+            ));
+            frames.push(tcp(c, p, [10, 2, 0, 9], 22, 0x02, 0));
+            frames.push(udp(c, p, VIP, 80));
+            if k % 5 == 0 {
+                let mut v = tcp(c, p, VIP, 80, 0x10, 1500 - 40);
+                v.truncate(60);
+                frames.push(v);
+            }
+        }
+        let x = a.run(0, &frames);
+        let y = b.run(0, &frames);
+        assert_eq!(x.sent, y.sent, "{pipeline}");
+        assert_eq!(x.dropped, y.dropped, "{pipeline}");
+        assert_eq!(a.counters("web"), b.counters("web"));
+        for d in DropReason::ALL {
+            assert_eq!(
+                a.counters.drops[d as usize].get(),
+                b.counters.drops[d as usize].get(),
+                "{d:?}"
+            );
+        }
+    }
+}

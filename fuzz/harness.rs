@@ -18,15 +18,24 @@
 //!   what it would itself drop as malformed);
 //! - every sent frame is either its input forwarded (same length, every
 //!   byte after the MACs kept but the TTL / hop limit, one lower from above
-//!   1, and the IPv4 header checksum) or a message the router wrote: ARP,
-//!   or ICMP/ICMPv6 from one of its own addresses with a valid checksum;
+//!   1, and the IPv4 header checksum; its IP packet within the output
+//!   port's MTU) or a message the router wrote: ARP, or ICMP/ICMPv6 from
+//!   one of its own addresses with a valid checksum;
+//! - a path-MTU error (ICMP fragmentation needed, ICMPv6 packet too big)
+//!   goes back out of the input port about an input over the MTU it
+//!   names, which is a port's; it quotes the input's IP header and 8 bytes
+//!   (IPv4, whose input had DF set) or the input's first bytes up to a
+//!   1280-byte reply (IPv6);
+//! - a packet dropped as `too_big` is IPv6 or IPv4 with DF set, one
+//!   dropped as `too_big_no_df` IPv4 without DF, and either is larger than
+//!   the smallest port MTU;
 //! - a packet that parses is dropped as `acl_deny` exactly when a linear
 //!   scan of the ACL rules (`AclTable::classify_naive`) denies it;
 //! - the books balance as a worker keeps them: `rx + originated = tx +
 //!   dropped + consumed`, where `dropped` is the dispatched drops plus
 //!   those the stages counted themselves (a drop whose buffer became an
-//!   ARP request, a solicitation or a time exceeded, each also counted as
-//!   originated), and every consumed packet counted once.
+//!   ARP request, a solicitation, a time exceeded or a path-MTU error, each
+//!   also counted as originated), and every consumed packet counted once.
 //!
 //! Input format: byte 0 = `in_port` (bit 0) and a clock step (bits 1..8,
 //! 50 ms each, so rate limits and solicitation timers can be crossed); then
@@ -50,7 +59,7 @@ use dataplane::pipeline::{
 };
 use dataplane::stats::WorkerCounters;
 use dataplane::tables::AclAction;
-use dataplane::wire::{Icmpv4Packet, Icmpv6Packet, IpProtocol};
+use dataplane::wire::{Icmpv4Packet, Icmpv4Type, Icmpv6Packet, Icmpv6Type, IpProtocol, Ipv4Packet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
@@ -180,7 +189,10 @@ pub const MAX_FRAMES: usize = dataplane::burst::BURST_SIZE;
 /// The most a reply may outgrow the frame it replaces: an ICMPv6 time
 /// exceeded quotes up to 256 bytes of a packet behind 40 + 8 bytes of new
 /// headers. The rest grow less: an ARP request (60 bytes) replaces an IPv4
-/// packet of at least 34, a solicitation (86) an IPv6 one of at least 54.
+/// packet of at least 34, a solicitation (86) an IPv6 one of at least 54,
+/// and a path-MTU error replaces a packet larger than the MTU it reports
+/// (at least 1280 for IPv6) with a reply of at most 1280 bytes (IPv6) or
+/// 14 + 20 + 8 + 68 (IPv4).
 pub const REPLY_GROWTH: usize = 48;
 
 /// The router built from [`CONFIG`], once per process.
@@ -331,11 +343,12 @@ pub fn check(o: &Outcome) {
                     usize::from(port) < n_ports,
                     "packet {i}: output port {port}"
                 );
-                check_sent(i, input, port, &pkt.bytes);
+                check_sent(i, input, o.input.in_port, port, &pkt.bytes);
             }
             Verdict::Drop(reason) => {
                 assert_eq!(o.out.dropped[d].0, reason, "packet {i}: drop reason");
                 d += 1;
+                check_too_big(i, input, reason);
             }
             Verdict::Continue => {
                 assert_eq!(o.out.dropped[d].0, DropReason::NoOutput, "packet {i}");
@@ -378,7 +391,7 @@ fn check_accounting(o: &Outcome) {
 /// Checks one sent frame against the frame it came from (`input`). Both are
 /// parsed here: the pipeline's own `Meta` is not complete for packets the
 /// lane forwarded straight from their headers.
-fn check_sent(i: usize, input: &[u8], port: u16, out: &[u8]) {
+fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
     let r = router();
     assert!(
         (14..=VEC_PACKET_MAX).contains(&out.len()),
@@ -407,6 +420,14 @@ fn check_sent(i: usize, input: &[u8], port: u16, out: &[u8]) {
     }
     let mut im = new_meta_burst()[0];
     if parse.parse_one(input, &mut im).is_ok() && is_forwarded(input, &im, &om, out) {
+        let l3_len = out.len() - usize::from(im.l3_off);
+        let mtu = usize::from(port_mtus()[usize::from(port)]);
+        // A frame carries at least its IP packet (padding aside).
+        let ip_len = ip_len(input, &im);
+        assert!(
+            ip_len <= mtu && ip_len <= l3_len,
+            "packet {i}: forwarded {ip_len} bytes of IP on port {port} (MTU {mtu})"
+        );
         return;
     }
     // Anything else the router wrote itself: an ARP reply or request, or an
@@ -455,6 +476,10 @@ fn check_sent(i: usize, input: &[u8], port: u16, out: &[u8]) {
                 "packet {i}: ICMP checksum: {}",
                 what()
             );
+            if icmp.msg_type() == Icmpv4Type::DstUnreachable && icmp.msg_code() == 4 {
+                assert_eq!(port, in_port, "packet {i}: fragmentation needed sent on");
+                check_frag_needed(i, input, &im, icmp.next_hop_mtu(), icmp.payload());
+            }
         }
         L3::Ipv6 => {
             assert!(
@@ -476,6 +501,11 @@ fn check_sent(i: usize, input: &[u8], port: u16, out: &[u8]) {
                 "packet {i}: ICMPv6 checksum: {}",
                 what()
             );
+            if icmp.msg_type() == Icmpv6Type::PacketTooBig {
+                assert_eq!(port, in_port, "packet {i}: packet too big sent on");
+                let mtu = icmp.rest_of_header();
+                check_packet_too_big(i, input, &im, mtu, icmp.payload(), end - l3);
+            }
         }
         l3 => panic!("packet {i}: sent a {l3:?} frame: {}", what()),
     }
@@ -535,4 +565,115 @@ pub fn run_and_check(data: &[u8]) -> Option<Outcome> {
     let o = run(data)?;
     check(&o);
     Some(o)
+}
+
+/// Each port's MTU (the largest IP packet it sends), by port index.
+fn port_mtus() -> Vec<u16> {
+    let r = router();
+    let rt = r.tables.routing.as_ref().expect("the fuzz router routes");
+    rt.ports.iter().map(|p| p.mtu).collect()
+}
+
+/// The IP packet's length (IPv4 total length, IPv6 40 + payload length) of
+/// a frame that parsed as `m`.
+fn ip_len(frame: &[u8], m: &Meta) -> usize {
+    let l3 = usize::from(m.l3_off);
+    match m.l3 {
+        L3::Ipv4 => usize::from(u16::from_be_bytes([frame[l3 + 2], frame[l3 + 3]])),
+        L3::Ipv6 => 40 + usize::from(u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]])),
+        _ => 0,
+    }
+}
+
+/// An ICMP fragmentation needed the router sent about `input` (`im`, the
+/// harness's parse of it, empty if it did not parse): the input was IPv4
+/// with DF set and over `mtu`, a port's MTU, and `quote` is its IP header
+/// and 8 bytes.
+fn check_frag_needed(i: usize, input: &[u8], im: &Meta, mtu: u16, quote: &[u8]) {
+    assert_eq!(
+        im.l3,
+        L3::Ipv4,
+        "packet {i}: fragmentation needed about a non-IPv4 input"
+    );
+    let l3 = usize::from(im.l3_off);
+    let ip = Ipv4Packet::new_unchecked(&input[l3..]);
+    assert!(
+        ip.dont_frag(),
+        "packet {i}: fragmentation needed without DF"
+    );
+    assert!(
+        port_mtus().contains(&mtu) && usize::from(ip.total_len()) > usize::from(mtu),
+        "packet {i}: fragmentation needed with MTU {mtu} for {} bytes",
+        ip.total_len()
+    );
+    let n = (ip.header_len() + 8).min(usize::from(ip.total_len()));
+    assert_eq!(quote, &input[l3..l3 + n], "packet {i}: quoted header");
+}
+
+/// An ICMPv6 packet too big about `input` (`im` as for
+/// [`check_frag_needed`]): the input was IPv6 and over `mtu`, a port's
+/// MTU, and `quote` is its first bytes, as many as fit a 1280-byte reply
+/// (`reply_len`, from the IPv6 header on).
+fn check_packet_too_big(
+    i: usize,
+    input: &[u8],
+    im: &Meta,
+    mtu: u32,
+    quote: &[u8],
+    reply_len: usize,
+) {
+    assert_eq!(
+        im.l3,
+        L3::Ipv6,
+        "packet {i}: packet too big about a non-IPv6 input"
+    );
+    let len = ip_len(input, im);
+    assert!(
+        port_mtus().iter().any(|&m| u32::from(m) == mtu) && len > mtu as usize,
+        "packet {i}: packet too big with MTU {mtu} for {len} bytes"
+    );
+    let l3 = usize::from(im.l3_off);
+    let n = len.min(1280 - 48);
+    assert_eq!(quote, &input[l3..l3 + n], "packet {i}: quoted packet");
+    assert!(
+        reply_len <= 1280,
+        "packet {i}: a {reply_len}-byte packet too big"
+    );
+}
+
+/// A drop as `too_big` is of an IPv6 packet or of an IPv4 one with DF;
+/// `too_big_no_df` of IPv4 without DF; both larger than some port's MTU.
+fn check_too_big(i: usize, input: &[u8], reason: DropReason) {
+    if !matches!(reason, DropReason::TooBig | DropReason::TooBigNoDf) {
+        return;
+    }
+    let parse = Parse {
+        l4: true,
+        hash: false,
+        verify_checksum: true,
+    };
+    let mut m = new_meta_burst()[0];
+    assert!(
+        parse.parse_one(input, &mut m).is_ok(),
+        "packet {i}: dropped as {reason:?} but does not parse"
+    );
+    let min_mtu = port_mtus().into_iter().min().unwrap_or(0);
+    assert!(
+        ip_len(input, &m) > usize::from(min_mtu),
+        "packet {i}: {reason:?} at {} bytes",
+        ip_len(input, &m)
+    );
+    let df =
+        m.l3 == L3::Ipv4 && Ipv4Packet::new_unchecked(&input[usize::from(m.l3_off)..]).dont_frag();
+    match reason {
+        DropReason::TooBig => assert!(
+            m.l3 == L3::Ipv6 || df,
+            "packet {i}: too_big for IPv4 without DF"
+        ),
+        _ => assert!(
+            m.l3 == L3::Ipv4 && !df,
+            "packet {i}: too_big_no_df for {:?} (DF {df})",
+            m.l3
+        ),
+    }
 }

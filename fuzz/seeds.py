@@ -105,14 +105,17 @@ def ns_frame(src, target, options, smac=PEER1, hop=255):
     return eth(dmac, smac, 0x86DD, ipv6(src, dst, 58, m, hop=hop))
 
 
+DF = 0x4000  # IPv4 flags: don't fragment
+
+
 def udp4_frame(src, dst, ttl=64, dmac=LAN_MAC, smac=HOST, sport=4000, dport=5000, data=b"fuzz",
-               tags=()):
-    return eth(dmac, smac, 0x0800, ipv4(src, dst, 17, udp(sport, dport, data), ttl=ttl),
-               tags=tags)
+               tags=(), frag=0):
+    return eth(dmac, smac, 0x0800, ipv4(src, dst, 17, udp(sport, dport, data), ttl=ttl,
+                                        frag=frag), tags=tags)
 
 
-def udp6_frame(src, dst, hop=64, dmac=LAN_MAC, smac=HOST, sport=4000, dport=5000):
-    return eth(dmac, smac, 0x86DD, ipv6(src, dst, 17, udp(sport, dport), hop=hop))
+def udp6_frame(src, dst, hop=64, dmac=LAN_MAC, smac=HOST, sport=4000, dport=5000, data=b"fuzz"):
+    return eth(dmac, smac, 0x86DD, ipv6(src, dst, 17, udp(sport, dport, data), hop=hop))
 
 
 def hand():
@@ -209,8 +212,19 @@ def hand():
                               udp4_frame("10.0.2.5", "198.18.1.5", sport=5353, dport=53)])
     s["acl-deny-telnet6"] = encode(0, [eth(LAN_MAC, HOST, 0x86DD, ipv6(
         "2001:db8:1::5", "2001:db8:100::5", 6, tcp(40000, 23)))])
-    # MTU: wan is 1400.
+    # MTU: wan is 1400. Without DF: dropped (too_big_no_df); with DF: ICMP
+    # fragmentation needed (MTU 1400) back on lan, also VLAN-tagged; IPv6:
+    # packet too big. A burst of 12 with DF crosses the rate limit (8).
     s["too-big"] = encode(0, [udp4_frame("10.0.1.5", "198.18.1.5", data=b"\0" * 1400)])
+    s["too-big-df4"] = encode(0, [udp4_frame("10.0.1.5", "198.18.1.5", data=b"\0" * 1400,
+                                             frag=DF)])
+    s["too-big-df4-vlan"] = encode(0, [udp4_frame("10.0.1.5", "198.18.1.5", data=b"\1" * 1400,
+                                                  frag=DF, tags=[(0x8100, 7)])])
+    s["too-big6"] = encode(0, [udp6_frame("2001:db8:1::5", "2001:db8:100::5",
+                                          data=b"\2" * 1400)])
+    s["too-big-df4-burst-rate-limited"] = encode(0, [
+        udp4_frame("10.0.1.5", "198.18.1.%d" % k, data=b"\0" * 1400, frag=DF)
+        for k in range(12)])
     # Martians and multicast.
     s["martians"] = encode(0, [udp4_frame("127.0.0.1", "198.18.1.5"),
                                udp4_frame("10.0.1.5", "0.1.2.3"),

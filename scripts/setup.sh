@@ -3,8 +3,12 @@
 # reserves 2 MiB hugepages when the kernel lets us. Safe to run many times.
 set -euo pipefail
 
+# ethtool: the namespace tests turn the hosts' TX checksum offload off (README
+# "TCP and UDP through namespaces"); iperf3: their TCP/UDP transfers; iproute2
+# also brings nstat.
 PKGS=(dpdk dpdk-dev libdpdk-dev dpdk-doc clang libclang-dev pkg-config libpcap-dev
-      iproute2 iputils-ping tcpdump python3 meson ninja-build build-essential)
+      iproute2 iputils-ping tcpdump python3 meson ninja-build build-essential
+      ethtool iperf3)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -17,8 +21,14 @@ SUDO=""
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # iperf3 asks whether to start a daemon at boot: answer no beforehand, so
+  # nothing waits for a terminal (CI has no stdin) and no server runs.
+  if [[ " ${missing[*]} " == *" iperf3 "* ]] && command -v debconf-set-selections >/dev/null; then
+    echo "iperf3 iperf3/start_daemon boolean false" | $SUDO debconf-set-selections
+  fi
+  $SUDO apt-get update -qq </dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" </dev/null >/dev/null
 else
   echo "setup: all packages present"
 fi

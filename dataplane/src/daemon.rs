@@ -877,6 +877,7 @@ const ORIGINATED_KEYS: [&str; Originated::COUNT] = [
     "originated_arp_request",
     "originated_nd_solicit",
     "originated_icmp_error",
+    "originated_icmp_too_big",
 ];
 
 /// The daemon's telemetry endpoints (`dpdk-telemetry.py -f <prefix>`):

@@ -57,14 +57,18 @@ pub enum Originated {
     /// ICMP / ICMPv6 time exceeded, written over the packet dropped as
     /// `ttl_exceeded`.
     IcmpError,
+    /// ICMP fragmentation needed (DF set) / ICMPv6 packet too big, written
+    /// over the packet dropped as `too_big`.
+    IcmpTooBig,
 }
 
 impl Originated {
-    pub const COUNT: usize = Originated::IcmpError as usize + 1;
+    pub const COUNT: usize = Originated::IcmpTooBig as usize + 1;
     pub const ALL: [Originated; Originated::COUNT] = [
         Originated::ArpRequest,
         Originated::NdSolicit,
         Originated::IcmpError,
+        Originated::IcmpTooBig,
     ];
 
     /// The counter's name.
@@ -73,6 +77,7 @@ impl Originated {
             Originated::ArpRequest => "arp_request",
             Originated::NdSolicit => "nd_solicit",
             Originated::IcmpError => "icmp_error",
+            Originated::IcmpTooBig => "icmp_too_big",
         }
     }
 }

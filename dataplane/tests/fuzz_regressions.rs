@@ -14,6 +14,7 @@
 mod harness;
 
 use dataplane::pipeline::{DropReason, Event, Verdict};
+use dataplane::stats::Originated;
 use harness::Outcome;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -98,6 +99,36 @@ fn expect(name: &str, o: &Outcome) {
             assert_eq!(o.out.sent.len(), 8, "{:?}", verdicts(o));
             assert_eq!(o.out.dropped.len(), 12);
             assert_eq!(o.counters.events[Event::IcmpRateLimited as usize].get(), 12);
+        }
+        "hand-too-big" => {
+            assert_eq!(verdicts(o), [Verdict::Drop(DropReason::TooBigNoDf)]);
+        }
+        "hand-too-big-df4" | "hand-too-big-df4-vlan" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0, "back where it came from");
+            let l3 = if name.ends_with("vlan") { 18 } else { 14 };
+            assert_eq!(ethertype(f, l3), 0x0800);
+            assert_eq!(&f[l3 + 12..l3 + 16], &[10, 0, 1, 1], "from lan's address");
+            assert_eq!(&f[l3 + 20..l3 + 22], &[3, 4], "fragmentation needed");
+            assert_eq!(&f[l3 + 26..l3 + 28], &1400u16.to_be_bytes(), "wan's MTU");
+            assert_eq!(
+                o.counters.originated[Originated::IcmpTooBig as usize].get(),
+                1
+            );
+        }
+        "hand-too-big6" => {
+            let (port, f) = only_sent(o);
+            assert_eq!(port, 0);
+            assert_eq!(f.len(), 14 + 1280, "a minimum-MTU reply");
+            assert_eq!(f[54], 2, "packet too big");
+            assert_eq!(&f[58..62], &1400u32.to_be_bytes(), "wan's MTU");
+        }
+        "hand-too-big-df4-burst-rate-limited" => {
+            // icmp_rate = 8, as for time exceeded.
+            assert_eq!(o.out.sent.len(), 8, "{:?}", verdicts(o));
+            assert_eq!(o.out.dropped.len(), 4);
+            assert_eq!(o.counters.events[Event::IcmpRateLimited as usize].get(), 4);
+            assert_eq!(o.counters.drops[DropReason::TooBig as usize].get(), 8);
         }
         "hand-hop1-udp6" => {
             let (port, f) = only_sent(o);

@@ -416,6 +416,10 @@ fn sh(prog: &str, args: &[&str]) -> Result<()> {
 /// (`net_af_packet,iface=<host_if>`). The kernel inside is a real host on
 /// that link: addresses, a default route via the daemon, real ARP and NDP.
 ///
+/// The host's interface sends with TX checksum offload off (see
+/// [`offloads_off`]): what it hands the daemon carries complete TCP/UDP
+/// checksums, as what a real NIC would put on the wire does.
+///
 /// The test owns what this creates and nothing else: `Drop` deletes the
 /// root end (which takes its peer with it) and the namespace, also when the
 /// test panics. Names should carry the test's pid (see [`VethNs::names`]) so
@@ -452,9 +456,10 @@ impl VethNs {
 
     /// Creates namespace `ns` with veth `ns_if` inside, `host_if` in the root
     /// namespace, both up. Inside: loopback up, duplicate address detection
-    /// off (addresses usable at once), `addrs` and default routes. The root
-    /// end gets no address, IPv6 off, no IPv4 forwarding and no ARP answers,
-    /// so only the daemon speaks on the link. Needs root (CAP_NET_ADMIN).
+    /// off (addresses usable at once), TX checksum offload off
+    /// ([`offloads_off`]), `addrs` and default routes. The root end gets no
+    /// address, IPv6 off, no IPv4 forwarding and no ARP answers, so only the
+    /// daemon speaks on the link. Needs root (CAP_NET_ADMIN) and `ethtool`.
     pub fn create(ns: &str, host_if: &str, ns_if: &str, addrs: &VethAddrs) -> Result<VethNs> {
         check_can_create_namespaces()?;
         let g = VethNs {
@@ -493,8 +498,9 @@ impl VethNs {
     /// Namespace `ns` as a host on tap interface `tap_if`, which a daemon's
     /// `net_tap` port created: the interface moves into the namespace and
     /// gets its own MAC `mac` (the tap PMD gives the kernel side the port's
-    /// MAC), then `addrs` as in [`VethNs::create`]. The tap goes away when
-    /// the daemon closes the port; `Drop` removes the namespace.
+    /// MAC), then `addrs` and the offloads as in [`VethNs::create`]. The
+    /// tap goes away when the daemon closes the port; `Drop` removes the
+    /// namespace.
     pub fn adopt_tap(ns: &str, tap_if: &str, mac: &str, addrs: &VethAddrs) -> Result<VethNs> {
         check_can_create_namespaces()?;
         let g = VethNs {
@@ -517,9 +523,11 @@ impl VethNs {
     }
 
     /// Inside the namespace: loopback and `ns_if` up, duplicate address
-    /// detection off (addresses usable at once), `addrs` and default routes.
+    /// detection off (addresses usable at once), TX checksum offload off,
+    /// `addrs` and default routes.
     fn configure_host(&self, addrs: &VethAddrs) -> Result<()> {
         let (ns, ns_if) = (self.ns.as_str(), self.ns_if.as_str());
+        offloads_off(ns, ns_if)?;
         let x = |args: &[&str]| {
             let mut a = vec!["netns", "exec", ns];
             a.extend_from_slice(args);
@@ -581,6 +589,32 @@ impl VethNs {
                 .status();
         }
     }
+}
+
+/// Turns TX checksum offload (and with it TCP/UDP segmentation offload)
+/// off on interface `ifname` in namespace `ns`: `ethtool -K <if> tx off`.
+///
+/// Why: a veth (or tap) with the offload on hands the peer each TCP/UDP
+/// packet with a *partial* checksum (the pseudo-header sum only, with
+/// `CHECKSUM_PARTIAL` in the kernel's metadata for the device to finish).
+/// `net_af_packet` reads the bytes and never sees that metadata (DPDK
+/// 22.11's PMD ignores `TP_STATUS_CSUMNOTREADY`), the router forwards the
+/// packet as it came, and the receiving kernel drops it as a bad checksum
+/// (`TcpInCsumErrors`, `UdpInCsumErrors`): TCP never connects. ICMP
+/// checksums are always complete, so ping works either way. With the
+/// offload off the sender's kernel computes every checksum (and segments
+/// in software: GSO stays on), as a host behind a real NIC sends.
+pub fn offloads_off(ns: &str, ifname: &str) -> Result<()> {
+    if !have("ethtool") {
+        bail!(
+            "`ethtool` is not installed (scripts/setup.sh installs it): it turns TX checksum offload off on {ifname}, without which TCP and UDP through the router fail their checksums"
+        );
+    }
+    sh(
+        "ip",
+        &["netns", "exec", ns, "ethtool", "-K", ifname, "tx", "off"],
+    )
+    .with_context(|| format!("turning TX checksum offload off on {ifname} in {ns}"))
 }
 
 /// UDP datagrams sent as fast as a namespace's kernel takes them, from a

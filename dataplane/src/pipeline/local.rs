@@ -1,6 +1,7 @@
 //! The router's own traffic: ARP and NDP (answering for our addresses,
 //! learning neighbours, soliciting unresolved next hops), ICMP/ICMPv6 echo to
-//! our addresses, and ICMP time-exceeded errors. All of it is slow path and
+//! our addresses, and the ICMP errors about packets it cannot forward (time
+//! exceeded; fragmentation needed / packet too big). All of it is slow path and
 //! works in place: a reply is written over the packet that caused it (so no
 //! allocation), the Ethernet header (and any VLAN tags) kept and its
 //! addresses swapped, and sent back out of the input port.
@@ -11,7 +12,8 @@ use crate::stats::Originated;
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::Routing;
 use crate::wire::checksum;
-use crate::wire::icmpv6::{Icmpv6Packet, Icmpv6Repr, Icmpv6Type, NdpFlags};
+use crate::wire::icmpv4::{dst_unreachable, time_exceeded};
+use crate::wire::icmpv6::{Icmpv6Packet, Icmpv6Repr, Icmpv6Type, NdpFlags, MAX_ERROR_QUOTE};
 use crate::wire::{
     ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, Icmpv4Packet,
     Icmpv4Repr, Icmpv4Type, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, MacAddr,
@@ -319,6 +321,47 @@ pub(crate) fn write_v6<P: PacketBuf>(
     true
 }
 
+/// The ICMPv4 errors the router sends about a packet it cannot forward.
+#[derive(Debug, Clone, Copy)]
+enum ErrorV4 {
+    /// Time exceeded in transit: the TTL ran out (`ttl_exceeded`).
+    TimeExceeded,
+    /// Destination unreachable, fragmentation needed and DF set, with the
+    /// next-hop MTU (RFC 1191; RFC 1812 4.3.2.4): `too_big`.
+    FragNeeded { mtu: u16 },
+}
+
+impl ErrorV4 {
+    /// The drop the invoking packet is counted as, error sent or not.
+    fn reason(self) -> DropReason {
+        match self {
+            ErrorV4::TimeExceeded => DropReason::TtlExceeded,
+            ErrorV4::FragNeeded { .. } => DropReason::TooBig,
+        }
+    }
+
+    fn originated(self) -> Originated {
+        match self {
+            ErrorV4::TimeExceeded => Originated::IcmpError,
+            ErrorV4::FragNeeded { .. } => Originated::IcmpTooBig,
+        }
+    }
+
+    fn repr(self, quote: &[u8]) -> Icmpv4Repr<'_> {
+        match self {
+            ErrorV4::TimeExceeded => Icmpv4Repr::TimeExceeded {
+                code: time_exceeded::TTL,
+                data: quote,
+            },
+            ErrorV4::FragNeeded { mtu } => Icmpv4Repr::DstUnreachable {
+                code: dst_unreachable::FRAG_NEEDED,
+                next_hop_mtu: mtu,
+                data: quote,
+            },
+        }
+    }
+}
+
 /// TTL ran out while forwarding: send ICMP time exceeded (rate-limited) back
 /// to the source, or drop. The `ttl_exceeded` drop is counted either way.
 pub fn time_exceeded_v4<P: PacketBuf>(
@@ -328,10 +371,55 @@ pub fn time_exceeded_v4<P: PacketBuf>(
     limiter: &mut IcmpLimiter,
     ctx: &StageCtx,
 ) -> Verdict {
+    icmp_error_v4(pkt, m, r, limiter, ctx, ErrorV4::TimeExceeded)
+}
+
+/// The packet is larger than the output link's `mtu`. With DF set: ICMP
+/// fragmentation needed with the next-hop MTU (rate-limited, as time
+/// exceeded) back to the source, the packet counted as `too_big` either
+/// way. Without DF the router would have to fragment (RFC 791), which needs
+/// buffers it does not allocate on the data path: it drops the packet as
+/// `too_big_no_df` and sends nothing (the source asked for no path-MTU
+/// discovery; README "Path MTU").
+#[cold]
+#[inline(never)]
+pub fn too_big_v4<P: PacketBuf>(
+    pkt: &mut P,
+    m: &Meta,
+    r: &Routing,
+    limiter: &mut IcmpLimiter,
+    mtu: u16,
+    ctx: &StageCtx,
+) -> Verdict {
+    let df = Ipv4Packet::new_unchecked(&pkt.data()[m.l3_off as usize..]).dont_frag();
+    if !df {
+        return Verdict::Drop(DropReason::TooBigNoDf);
+    }
+    icmp_error_v4(pkt, m, r, limiter, ctx, ErrorV4::FragNeeded { mtu })
+}
+
+/// Writes ICMP error `kind` over the packet and sends it back out of the
+/// input port (from that port's primary address, to the source, quoting the
+/// IP header and the first 8 bytes of its payload), or drops the packet
+/// when no error may be sent: never about an ICMP error, a non-first
+/// fragment or a broadcast/multicast source (RFC 1812 4.3.2.7), never over
+/// the rate limit. The drop (`kind.reason()`) is counted either way; a sent
+/// error is also counted as originated.
+#[cold]
+#[inline(never)]
+fn icmp_error_v4<P: PacketBuf>(
+    pkt: &mut P,
+    m: &Meta,
+    r: &Routing,
+    limiter: &mut IcmpLimiter,
+    ctx: &StageCtx,
+    kind: ErrorV4,
+) -> Verdict {
+    let reason = kind.reason();
     let port = m.in_port;
     let pa = &r.ports[port as usize];
     let Some(our) = pa.primary_v4() else {
-        return Verdict::Drop(DropReason::TtlExceeded);
+        return Verdict::Drop(reason);
     };
     let l3 = m.l3_off as usize;
     // Never answer an ICMP error with one, nor a fragment or a broadcast.
@@ -342,7 +430,7 @@ pub fn time_exceeded_v4<P: PacketBuf>(
             || ip.src_addr().is_broadcast()
             || ip.src_addr().is_multicast()
         {
-            return Verdict::Drop(DropReason::TtlExceeded);
+            return Verdict::Drop(reason);
         }
         if ip.protocol() == IpProtocol::Icmp {
             let t = data.get(l3 + ip.header_len()).copied().unwrap_or(0);
@@ -350,13 +438,13 @@ pub fn time_exceeded_v4<P: PacketBuf>(
                 Icmpv4Type::from(t),
                 Icmpv4Type::EchoRequest | Icmpv4Type::EchoReply
             ) {
-                return Verdict::Drop(DropReason::TtlExceeded);
+                return Verdict::Drop(reason);
             }
         }
     }
     if !limiter.allow(ctx.now, ctx.tsc_hz) {
         ctx.counters.count_event(Event::IcmpRateLimited);
-        return Verdict::Drop(DropReason::TtlExceeded);
+        return Verdict::Drop(reason);
     }
     // Quote the original IP header and the first 8 bytes of its payload.
     let mut quote = [0u8; 60 + 8];
@@ -367,10 +455,7 @@ pub fn time_exceeded_v4<P: PacketBuf>(
         quote[..n].copy_from_slice(&data[l3..l3 + n]);
         (n, ip.src_addr())
     };
-    let icmp = Icmpv4Repr::TimeExceeded {
-        code: 0,
-        data: &quote[..qlen],
-    };
+    let icmp = kind.repr(&quote[..qlen]);
     let ip = Ipv4Repr {
         src_addr: our,
         dst_addr: src,
@@ -380,17 +465,65 @@ pub fn time_exceeded_v4<P: PacketBuf>(
     };
     let len = l3 + 20 + icmp.buffer_len();
     if !pkt.resize(len.max(60)) {
-        return Verdict::Drop(DropReason::TtlExceeded);
+        return Verdict::Drop(reason);
     }
     let data = pkt.data_mut();
     l2_reply(data, pa.mac);
     ip.emit(&mut Ipv4Packet::new_unchecked(&mut data[l3..l3 + 20]));
     icmp.emit(&mut Icmpv4Packet::new_unchecked(&mut data[l3 + 20..len]));
     data[len..].fill(0);
-    ctx.counters.count_drop(DropReason::TtlExceeded, 1);
+    ctx.counters.count_drop(reason, 1);
     ctx.counters.count_event(Event::IcmpError);
-    ctx.counters.count_originated(Originated::IcmpError);
+    ctx.counters.count_originated(kind.originated());
     Verdict::Tx(port)
+}
+
+/// The ICMPv6 errors the router sends about a packet it cannot forward.
+#[derive(Debug, Clone, Copy)]
+enum ErrorV6 {
+    /// Time exceeded: the hop limit ran out (`ttl_exceeded`).
+    TimeExceeded,
+    /// Packet too big, with the next-hop MTU (RFC 4443 3.2, RFC 8201):
+    /// `too_big`.
+    PacketTooBig { mtu: u32 },
+}
+
+impl ErrorV6 {
+    fn reason(self) -> DropReason {
+        match self {
+            ErrorV6::TimeExceeded => DropReason::TtlExceeded,
+            ErrorV6::PacketTooBig { .. } => DropReason::TooBig,
+        }
+    }
+
+    fn originated(self) -> Originated {
+        match self {
+            ErrorV6::TimeExceeded => Originated::IcmpError,
+            ErrorV6::PacketTooBig { .. } => Originated::IcmpTooBig,
+        }
+    }
+
+    /// How much of the invoking packet the error quotes. RFC 4443 asks for
+    /// as much as fits a minimum-MTU (1280-byte) reply: a packet too big
+    /// gets that ([`MAX_ERROR_QUOTE`]), since a host matching it to a
+    /// socket may need the headers past extension headers; a time exceeded
+    /// is kept to 256 bytes, plenty to identify the flow.
+    fn max_quote(self) -> usize {
+        match self {
+            ErrorV6::TimeExceeded => 256,
+            ErrorV6::PacketTooBig { .. } => MAX_ERROR_QUOTE,
+        }
+    }
+
+    fn repr(self, quote: &[u8]) -> Icmpv6Repr<'_> {
+        match self {
+            ErrorV6::TimeExceeded => Icmpv6Repr::TimeExceeded {
+                code: 0,
+                data: quote,
+            },
+            ErrorV6::PacketTooBig { mtu } => Icmpv6Repr::PacketTooBig { mtu, data: quote },
+        }
+    }
 }
 
 /// IPv6 hop limit ran out: ICMPv6 time exceeded (rate-limited) or drop.
@@ -401,10 +534,47 @@ pub fn time_exceeded_v6<P: PacketBuf>(
     limiter: &mut IcmpLimiter,
     ctx: &StageCtx,
 ) -> Verdict {
+    icmp_error_v6(pkt, m, r, limiter, ctx, ErrorV6::TimeExceeded)
+}
+
+/// The IPv6 packet is larger than the output link's `mtu` (IPv6 routers
+/// never fragment): ICMPv6 packet too big with that MTU (rate-limited, as
+/// time exceeded) back to the source; `too_big` either way.
+#[cold]
+#[inline(never)]
+pub fn too_big_v6<P: PacketBuf>(
+    pkt: &mut P,
+    m: &Meta,
+    r: &Routing,
+    limiter: &mut IcmpLimiter,
+    mtu: u16,
+    ctx: &StageCtx,
+) -> Verdict {
+    let mtu = u32::from(mtu);
+    icmp_error_v6(pkt, m, r, limiter, ctx, ErrorV6::PacketTooBig { mtu })
+}
+
+/// Writes ICMPv6 error `kind` over the packet and sends it back out of the
+/// input port (from that port's primary address, to the source), or drops
+/// the packet when no error may be sent: never to a multicast or
+/// unspecified source, never about an ICMPv6 error (RFC 4443 2.4 (e)),
+/// never over the rate limit. The drop is counted either way; a sent error
+/// is also counted as originated.
+#[cold]
+#[inline(never)]
+fn icmp_error_v6<P: PacketBuf>(
+    pkt: &mut P,
+    m: &Meta,
+    r: &Routing,
+    limiter: &mut IcmpLimiter,
+    ctx: &StageCtx,
+    kind: ErrorV6,
+) -> Verdict {
+    let reason = kind.reason();
     let port = m.in_port;
     let pa = &r.ports[port as usize];
     let Some(our) = pa.primary_v6() else {
-        return Verdict::Drop(DropReason::TtlExceeded);
+        return Verdict::Drop(reason);
     };
     let l3 = m.l3_off as usize;
     let (src, end) = {
@@ -412,27 +582,22 @@ pub fn time_exceeded_v6<P: PacketBuf>(
         (ip.src_addr(), l3 + 40 + ip.payload_len() as usize)
     };
     if src.is_multicast() || src.is_unspecified() {
-        return Verdict::Drop(DropReason::TtlExceeded);
+        return Verdict::Drop(reason);
     }
     if m.key.proto == u8::from(IpProtocol::Icmpv6) && m.l4_off != 0 {
         let t = pkt.data().get(m.l4_off as usize).copied().unwrap_or(0);
         if t < 128 {
-            return Verdict::Drop(DropReason::TtlExceeded); // an ICMPv6 error
+            return Verdict::Drop(reason); // an ICMPv6 error
         }
     }
     if !limiter.allow(ctx.now, ctx.tsc_hz) {
         ctx.counters.count_event(Event::IcmpRateLimited);
-        return Verdict::Drop(DropReason::TtlExceeded);
+        return Verdict::Drop(reason);
     }
-    // Quote as much of the packet as fits a minimum-MTU reply (kept small
-    // here: the first 256 bytes are plenty to identify the flow).
-    let mut quote = [0u8; 256];
-    let qlen = (end - l3).min(quote.len());
+    let mut quote = [0u8; MAX_ERROR_QUOTE];
+    let qlen = (end - l3).min(kind.max_quote());
     quote[..qlen].copy_from_slice(&pkt.data()[l3..l3 + qlen]);
-    let icmp = Icmpv6Repr::TimeExceeded {
-        code: 0,
-        data: &quote[..qlen],
-    };
+    let icmp = kind.repr(&quote[..qlen]);
     let ip = Ipv6Repr {
         src_addr: our,
         dst_addr: src,
@@ -440,16 +605,13 @@ pub fn time_exceeded_v6<P: PacketBuf>(
         payload_len: icmp.buffer_len(),
         hop_limit: 64,
     };
-    let (dst_mac, _) = {
-        let d = pkt.data();
-        (mac(&d[6..12]), ())
-    };
+    let dst_mac = mac(&pkt.data()[6..12]);
     if !write_v6(pkt, l3, dst_mac, pa.mac, &ip, &icmp) {
-        return Verdict::Drop(DropReason::TtlExceeded);
+        return Verdict::Drop(reason);
     }
-    ctx.counters.count_drop(DropReason::TtlExceeded, 1);
+    ctx.counters.count_drop(reason, 1);
     ctx.counters.count_event(Event::IcmpError);
-    ctx.counters.count_originated(Originated::IcmpError);
+    ctx.counters.count_originated(kind.originated());
     Verdict::Tx(port)
 }
 

@@ -34,8 +34,13 @@ pub enum DropReason {
     LocalUnhandled,
     /// Source or destination address that must not be forwarded.
     BadAddress,
-    /// Frame larger than the output port's MTU.
+    /// Packet larger than the output port's MTU that may not be fragmented
+    /// (IPv4 with DF set, or IPv6): an ICMP fragmentation-needed / ICMPv6
+    /// packet-too-big goes back to the source (rate-limited).
     TooBig,
+    /// IPv4 packet without DF larger than the output port's MTU: the router
+    /// does not fragment (it would need new buffers), so it drops it.
+    TooBigNoDf,
     /// To a load-balancer service none of whose backends has a weight.
     LbNoBackend,
     /// An IP fragment to a load-balancer service that drops fragments.
@@ -61,6 +66,7 @@ impl DropReason {
         DropReason::LocalUnhandled,
         DropReason::BadAddress,
         DropReason::TooBig,
+        DropReason::TooBigNoDf,
         DropReason::LbNoBackend,
         DropReason::LbFragment,
     ];
@@ -83,6 +89,7 @@ impl DropReason {
             DropReason::LocalUnhandled => "local_unhandled",
             DropReason::BadAddress => "bad_address",
             DropReason::TooBig => "too_big",
+            DropReason::TooBigNoDf => "too_big_no_df",
             DropReason::LbNoBackend => "lb_no_backend",
             DropReason::LbFragment => "lb_fragment",
         }
@@ -118,7 +125,8 @@ pub enum Event {
     NdSolicit,
     /// ICMP/ICMPv6 echo request to us answered.
     EchoReply,
-    /// ICMP/ICMPv6 error (time exceeded) sent.
+    /// ICMP/ICMPv6 error sent (time exceeded, fragmentation needed, packet
+    /// too big).
     IcmpError,
     /// ICMP error suppressed by the rate limit.
     IcmpRateLimited,

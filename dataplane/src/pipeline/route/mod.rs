@@ -6,8 +6,10 @@
 //! RFC 1812 checks (version, IHL, lengths, header checksum) were done by
 //! `parse`; here: martian addresses (`bad_address`), TTL/hop limit ≤ 1
 //! (`ttl_exceeded`, with a rate-limited ICMP error), no route (`no_route`),
-//! output MTU (`too_big`), unresolved neighbour (`neighbor_unresolved`, an
-//! ARP request or NS goes out instead). Forwarded packets get TTL − 1 with
+//! output MTU (`too_big`, with a rate-limited ICMP fragmentation needed or
+//! ICMPv6 packet too big; IPv4 without DF is not fragmented but dropped as
+//! `too_big_no_df`), unresolved neighbour (`neighbor_unresolved`, an ARP
+//! request or NS goes out instead). Forwarded packets get TTL − 1 with
 //! an RFC 1624 checksum update, destination MAC = next hop, source MAC =
 //! output port; VLAN tags are kept as received.
 //!
@@ -27,6 +29,8 @@
 //! [`crate::wire::ipv6::decrement_hop_limit`]), shared with the header views.
 mod lookups;
 mod martians;
+#[cfg(test)]
+mod pmtu_tests;
 
 pub use crate::wire::ipv4::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
 
@@ -416,6 +420,24 @@ fn forward<P: PacketBuf>(
             local::time_exceeded_v4(pkt, m, r, limiter, ctx)
         };
     }
+    // Over the output MTU: an ICMP error back (DF set, or IPv6), checked
+    // before the neighbour is resolved, as Linux does, so that the source
+    // hears of it at once. `parse` checked the lengths against the frame.
+    let len = {
+        let ip = &pkt.data()[l3..];
+        if v6 {
+            40 + u32::from(u16::from_be_bytes([ip[4], ip[5]]))
+        } else {
+            u32::from(u16::from_be_bytes([ip[2], ip[3]]))
+        }
+    };
+    if len > u32::from(nh.mtu) {
+        return if v6 {
+            local::too_big_v6(pkt, m, r, limiter, nh.mtu, ctx)
+        } else {
+            local::too_big_v4(pkt, m, r, limiter, nh.mtu, ctx)
+        };
+    }
     let Some(dst_mac) = neighbor_mac(r, nh, m, v6) else {
         let target = match nh.kind {
             NhKind::Gateway(ip) => ip,
@@ -429,17 +451,11 @@ fn forward<P: PacketBuf>(
         let Some(ip) = data.get_mut(l3..l3 + 40) else {
             return Verdict::Drop(DropReason::Truncated);
         };
-        if 40 + u32::from(u16::from_be_bytes([ip[4], ip[5]])) > u32::from(nh.mtu) {
-            return Verdict::Drop(DropReason::TooBig);
-        }
         decrement_hop_limit(ip);
     } else {
         let Some(ip) = data.get_mut(l3..l3 + 20) else {
             return Verdict::Drop(DropReason::Truncated);
         };
-        if u16::from_be_bytes([ip[2], ip[3]]) > nh.mtu {
-            return Verdict::Drop(DropReason::TooBig);
-        }
         if nh.ipv4_checksum_offload {
             decrement_ttl_v4_offloaded(ip);
         } else {

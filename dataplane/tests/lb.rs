@@ -642,7 +642,7 @@ fn too_big_once_encapsulated_gets_an_icmp_error_back() {
     let out = r.run(0, &[big]);
     assert!(out.sent.is_empty());
     assert_eq!(out.dropped.len(), 1);
-    assert_eq!(out.dropped[0].0, DropReason::TooBig);
+    assert_eq!(out.dropped[0].0, DropReason::TooBigNoDf);
 }
 
 #[test]

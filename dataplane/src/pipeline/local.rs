@@ -293,7 +293,7 @@ pub fn deliver_v6<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageC
 }
 
 /// Rewrites the packet as `[L2 of length l2] + IPv6 header + ICMPv6 msg`.
-pub(crate) fn write_v6<P: PacketBuf>(
+fn write_v6<P: PacketBuf>(
     pkt: &mut P,
     l2: usize,
     dst_mac: [u8; 6],
@@ -323,7 +323,7 @@ pub(crate) fn write_v6<P: PacketBuf>(
 
 /// The ICMPv4 errors the router sends about a packet it cannot forward.
 #[derive(Debug, Clone, Copy)]
-enum ErrorV4 {
+pub(crate) enum ErrorV4 {
     /// Time exceeded in transit: the TTL ran out (`ttl_exceeded`).
     TimeExceeded,
     /// Destination unreachable, fragmentation needed and DF set, with the
@@ -401,10 +401,9 @@ pub fn too_big_v4<P: PacketBuf>(
 /// Writes ICMP error `kind` over the packet and sends it back out of the
 /// input port (from that port's primary address, to the source, quoting the
 /// IP header and the first 8 bytes of its payload), or drops the packet
-/// when no error may be sent: never about an ICMP error, a non-first
-/// fragment or a broadcast/multicast source (RFC 1812 4.3.2.7), never over
-/// the rate limit. The drop (`kind.reason()`) is counted either way; a sent
-/// error is also counted as originated.
+/// when no error may be sent ([`write_error_v4`]). The drop
+/// (`kind.reason()`) is counted either way; a sent error is also counted as
+/// originated.
 #[cold]
 #[inline(never)]
 fn icmp_error_v4<P: PacketBuf>(
@@ -415,12 +414,33 @@ fn icmp_error_v4<P: PacketBuf>(
     ctx: &StageCtx,
     kind: ErrorV4,
 ) -> Verdict {
-    let reason = kind.reason();
     let port = m.in_port;
     let pa = &r.ports[port as usize];
     let Some(our) = pa.primary_v4() else {
-        return Verdict::Drop(reason);
+        return Verdict::Drop(kind.reason());
     };
+    match write_error_v4(pkt, m, our, Some(pa.mac), limiter, ctx, kind) {
+        Ok(()) => Verdict::Tx(port),
+        Err(reason) => Verdict::Drop(reason),
+    }
+}
+
+/// ICMP error `kind` from `from` to the packet's source, written over the
+/// packet (quoting its IP header and first 8 bytes); with `reply_mac`, the
+/// Ethernet addresses swapped for a reply from that MAC. Refused (the drop
+/// reason returned) about an ICMP error, a non-first fragment or a
+/// broadcast/multicast source (RFC 1812 4.3.2.7), and over the rate limit.
+/// Counts the drop and, when written, the error as originated.
+pub(crate) fn write_error_v4<P: PacketBuf>(
+    pkt: &mut P,
+    m: &Meta,
+    from: Ipv4Addr,
+    reply_mac: Option<[u8; 6]>,
+    limiter: &mut IcmpLimiter,
+    ctx: &StageCtx,
+    kind: ErrorV4,
+) -> Result<(), DropReason> {
+    let reason = kind.reason();
     let l3 = m.l3_off as usize;
     // Never answer an ICMP error with one, nor a fragment or a broadcast.
     {
@@ -430,7 +450,7 @@ fn icmp_error_v4<P: PacketBuf>(
             || ip.src_addr().is_broadcast()
             || ip.src_addr().is_multicast()
         {
-            return Verdict::Drop(reason);
+            return Err(reason);
         }
         if ip.protocol() == IpProtocol::Icmp {
             let t = data.get(l3 + ip.header_len()).copied().unwrap_or(0);
@@ -438,13 +458,13 @@ fn icmp_error_v4<P: PacketBuf>(
                 Icmpv4Type::from(t),
                 Icmpv4Type::EchoRequest | Icmpv4Type::EchoReply
             ) {
-                return Verdict::Drop(reason);
+                return Err(reason);
             }
         }
     }
     if !limiter.allow(ctx.now, ctx.tsc_hz) {
         ctx.counters.count_event(Event::IcmpRateLimited);
-        return Verdict::Drop(reason);
+        return Err(reason);
     }
     // Quote the original IP header and the first 8 bytes of its payload.
     let mut quote = [0u8; 60 + 8];
@@ -457,7 +477,7 @@ fn icmp_error_v4<P: PacketBuf>(
     };
     let icmp = kind.repr(&quote[..qlen]);
     let ip = Ipv4Repr {
-        src_addr: our,
+        src_addr: from,
         dst_addr: src,
         protocol: IpProtocol::Icmp,
         payload_len: icmp.buffer_len(),
@@ -465,22 +485,24 @@ fn icmp_error_v4<P: PacketBuf>(
     };
     let len = l3 + 20 + icmp.buffer_len();
     if !pkt.resize(len.max(60)) {
-        return Verdict::Drop(reason);
+        return Err(reason);
     }
     let data = pkt.data_mut();
-    l2_reply(data, pa.mac);
+    if let Some(mac) = reply_mac {
+        l2_reply(data, mac);
+    }
     ip.emit(&mut Ipv4Packet::new_unchecked(&mut data[l3..l3 + 20]));
     icmp.emit(&mut Icmpv4Packet::new_unchecked(&mut data[l3 + 20..len]));
     data[len..].fill(0);
     ctx.counters.count_drop(reason, 1);
     ctx.counters.count_event(Event::IcmpError);
     ctx.counters.count_originated(kind.originated());
-    Verdict::Tx(port)
+    Ok(())
 }
 
 /// The ICMPv6 errors the router sends about a packet it cannot forward.
 #[derive(Debug, Clone, Copy)]
-enum ErrorV6 {
+pub(crate) enum ErrorV6 {
     /// Time exceeded: the hop limit ran out (`ttl_exceeded`).
     TimeExceeded,
     /// Packet too big, with the next-hop MTU (RFC 4443 3.2, RFC 8201):
@@ -556,10 +578,8 @@ pub fn too_big_v6<P: PacketBuf>(
 
 /// Writes ICMPv6 error `kind` over the packet and sends it back out of the
 /// input port (from that port's primary address, to the source), or drops
-/// the packet when no error may be sent: never to a multicast or
-/// unspecified source, never about an ICMPv6 error (RFC 4443 2.4 (e)),
-/// never over the rate limit. The drop is counted either way; a sent error
-/// is also counted as originated.
+/// the packet when no error may be sent ([`write_error_v6`]). The drop is
+/// counted either way; a sent error is also counted as originated.
 #[cold]
 #[inline(never)]
 fn icmp_error_v6<P: PacketBuf>(
@@ -570,49 +590,69 @@ fn icmp_error_v6<P: PacketBuf>(
     ctx: &StageCtx,
     kind: ErrorV6,
 ) -> Verdict {
-    let reason = kind.reason();
     let port = m.in_port;
     let pa = &r.ports[port as usize];
     let Some(our) = pa.primary_v6() else {
-        return Verdict::Drop(reason);
+        return Verdict::Drop(kind.reason());
     };
+    let dst_mac = mac(&pkt.data()[6..12]);
+    match write_error_v6(pkt, m, our, (dst_mac, pa.mac), limiter, ctx, kind) {
+        Ok(()) => Verdict::Tx(port),
+        Err(reason) => Verdict::Drop(reason),
+    }
+}
+
+/// ICMPv6 error `kind` from `from` to the packet's source, written over the
+/// packet with Ethernet addresses `macs` (destination, source). Refused
+/// (the drop reason returned) to a multicast or unspecified source, about
+/// an ICMPv6 error (RFC 4443 2.4 (e)), and over the rate limit. Counts the
+/// drop and, when written, the error as originated.
+pub(crate) fn write_error_v6<P: PacketBuf>(
+    pkt: &mut P,
+    m: &Meta,
+    from: Ipv6Addr,
+    macs: ([u8; 6], [u8; 6]),
+    limiter: &mut IcmpLimiter,
+    ctx: &StageCtx,
+    kind: ErrorV6,
+) -> Result<(), DropReason> {
+    let reason = kind.reason();
     let l3 = m.l3_off as usize;
     let (src, end) = {
         let ip = Ipv6Packet::new_unchecked(&pkt.data()[l3..]);
         (ip.src_addr(), l3 + 40 + ip.payload_len() as usize)
     };
     if src.is_multicast() || src.is_unspecified() {
-        return Verdict::Drop(reason);
+        return Err(reason);
     }
     if m.key.proto == u8::from(IpProtocol::Icmpv6) && m.l4_off != 0 {
         let t = pkt.data().get(m.l4_off as usize).copied().unwrap_or(0);
         if t < 128 {
-            return Verdict::Drop(reason); // an ICMPv6 error
+            return Err(reason); // an ICMPv6 error
         }
     }
     if !limiter.allow(ctx.now, ctx.tsc_hz) {
         ctx.counters.count_event(Event::IcmpRateLimited);
-        return Verdict::Drop(reason);
+        return Err(reason);
     }
     let mut quote = [0u8; MAX_ERROR_QUOTE];
     let qlen = (end - l3).min(kind.max_quote());
     quote[..qlen].copy_from_slice(&pkt.data()[l3..l3 + qlen]);
     let icmp = kind.repr(&quote[..qlen]);
     let ip = Ipv6Repr {
-        src_addr: our,
+        src_addr: from,
         dst_addr: src,
         next_header: IpProtocol::Icmpv6,
         payload_len: icmp.buffer_len(),
         hop_limit: 64,
     };
-    let dst_mac = mac(&pkt.data()[6..12]);
-    if !write_v6(pkt, l3, dst_mac, pa.mac, &ip, &icmp) {
-        return Verdict::Drop(reason);
+    if !write_v6(pkt, l3, macs.0, macs.1, &ip, &icmp) {
+        return Err(reason);
     }
     ctx.counters.count_drop(reason, 1);
     ctx.counters.count_event(Event::IcmpError);
     ctx.counters.count_originated(kind.originated());
-    Verdict::Tx(port)
+    Ok(())
 }
 
 /// The next hop's MAC is unknown: turn this packet into an ARP request (or

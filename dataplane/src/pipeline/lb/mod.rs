@@ -483,10 +483,12 @@ impl LbStage {
             if plain {
                 lane.materialize_meta(p, m, i);
             }
+            // Without DF an IPv4 packet would have to be fragmented, which
+            // the data path does not do (as `route`: `too_big_no_df`).
             m.verdict = if df {
                 icmp::too_big(p, m, lane, be.inner_mtu, &mut self.limiter, ctx)
             } else {
-                Verdict::Drop(DropReason::TooBig)
+                Verdict::Drop(DropReason::TooBigNoDf)
             };
             return;
         }

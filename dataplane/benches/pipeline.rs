@@ -136,11 +136,13 @@ rx = ["p0", "p1"]
         s.push_str("[[route.static]]\nprefix = \"10.2.0.0/16\"\nvia = \"10.0.1.2\"\n");
         s.push_str("[lb]\nconntrack_capacity = 65536\n");
         let vips: Vec<[u8; 4]> = dsts[..LB_VIPS].to_vec();
+        // BENCH_LB_CONNTRACK=false: Maglev alone (what tracking costs).
+        let conntrack = std::env::var("BENCH_LB_CONNTRACK").unwrap_or_else(|_| "true".into());
         for v in &vips {
             let _ = write!(
                 s,
-                "[[lb.service]]\nvip = \"{}.{}.{}.{}\"\nproto = \"udp\"\nsource = \"10.0.1.1\"\n",
-                v[0], v[1], v[2], v[3]
+                "[[lb.service]]\nvip = \"{}.{}.{}.{}\"\nproto = \"udp\"\nsource = \"10.0.1.1\"\nconntrack = {}\n",
+                v[0], v[1], v[2], v[3], conntrack
             );
             for b in 0..100 {
                 let _ = write!(

@@ -34,12 +34,23 @@ pub enum DropReason {
     LocalUnhandled,
     /// Source or destination address that must not be forwarded.
     BadAddress,
-    /// Frame larger than the output port's MTU.
+    /// Packet larger than the output port's MTU (or than any port's: a
+    /// packet that does not fit one buffer, see `parse`).
     TooBig,
+    /// Unicast frame whose destination MAC is not the input port's: a
+    /// router does not forward what it merely overhears (promiscuous ports).
+    NotForUs,
+    /// IP packet with a unicast destination received as a link-layer
+    /// broadcast or multicast (RFC 1812 5.3.4): never routed.
+    L2Multicast,
+    /// IPv4 broadcast: to a connected subnet's broadcast address (from the
+    /// subnet or directed from elsewhere) or to 255.255.255.255. Never
+    /// forwarded, answered or resolved with ARP.
+    Broadcast,
 }
 
 impl DropReason {
-    pub const COUNT: usize = DropReason::TooBig as usize + 1;
+    pub const COUNT: usize = DropReason::Broadcast as usize + 1;
 
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::NoOutput,
@@ -57,6 +68,9 @@ impl DropReason {
         DropReason::LocalUnhandled,
         DropReason::BadAddress,
         DropReason::TooBig,
+        DropReason::NotForUs,
+        DropReason::L2Multicast,
+        DropReason::Broadcast,
     ];
 
     /// The counter's name.
@@ -77,6 +91,9 @@ impl DropReason {
             DropReason::LocalUnhandled => "local_unhandled",
             DropReason::BadAddress => "bad_address",
             DropReason::TooBig => "too_big",
+            DropReason::NotForUs => "not_for_us",
+            DropReason::L2Multicast => "l2_multicast",
+            DropReason::Broadcast => "broadcast",
         }
     }
 }

@@ -3,8 +3,14 @@
 //! flow keeps its path). Our own addresses are /32 and /128 routes to local
 //! next hops and go to [`local`]; ARP is handled before the lookup.
 //!
-//! RFC 1812 checks (version, IHL, lengths, header checksum) were done by
-//! `parse`; here: martian addresses (`bad_address`), TTL/hop limit ≤ 1
+//! RFC 1812 checks (version, IHL, lengths, header checksum), the L2
+//! destination and the frame's trimming to its IP length were done by
+//! `parse`; here: martian addresses (`bad_address`), unicast IP received
+//! as a link-layer broadcast or multicast (`l2_multicast`), subnet and
+//! limited broadcasts (`broadcast`: a /32 route to a `Broadcast` next hop
+//! for each connected subnet's, so the lookup finds them), IPv6 link-local
+//! or unspecified sources and link-local destinations of packets to be
+//! forwarded (`bad_address`, RFC 4291 2.5.6; delivered when for us), TTL/hop limit ≤ 1
 //! (`ttl_exceeded`, with a rate-limited ICMP error), no route (`no_route`),
 //! output MTU (`too_big`), unresolved neighbour (`neighbor_unresolved`, an
 //! ARP request or NS goes out instead). Forwarded packets get TTL − 1 with
@@ -31,6 +37,7 @@ mod martians;
 pub use crate::wire::ipv4::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
 
 use super::local::{self, IcmpLimiter};
+use super::meta::flags;
 use super::parse::Parse;
 use super::{DropReason, Lane, Meta, MetaBurst, Output, PacketBuf, StageCtx, StageOps, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
@@ -41,7 +48,7 @@ use crate::tables::set::TableSet;
 use crate::tables::{raw_value, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
-use martians::v4_martian;
+use martians::{v4_martian, v6_scope_martian};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -394,18 +401,28 @@ fn forward<P: PacketBuf>(
     v6: bool,
     ctx: &StageCtx,
 ) -> Verdict {
+    if m.flags & flags::L2_MULTICAST != 0 {
+        return l2_multicast(r, val);
+    }
     if val == MISS {
         return Verdict::Drop(DropReason::NoRoute);
     }
     let id = r.nexthop_id(val, m.hash);
     m.nexthop = id;
     let nh = r.nexthop(id);
-    if nh.kind == NhKind::Local {
-        return if v6 {
-            local::deliver_v6(pkt, m, r, ctx)
-        } else {
-            local::deliver_v4(pkt, m, r, ctx)
-        };
+    match nh.kind {
+        NhKind::Local => {
+            return if v6 {
+                local::deliver_v6(pkt, m, r, ctx)
+            } else {
+                local::deliver_v4(pkt, m, r, ctx)
+            };
+        }
+        NhKind::Broadcast => return Verdict::Drop(DropReason::Broadcast),
+        _ => {}
+    }
+    if v6 && v6_scope_martian(&m.key.src, &m.key.dst) {
+        return Verdict::Drop(DropReason::BadAddress);
     }
     let l3 = m.l3_off as usize;
     let ttl_at = l3 + if v6 { 7 } else { 8 };
@@ -456,6 +473,22 @@ fn forward<P: PacketBuf>(
         pkt.request_ipv4_checksum(m.l3_off as u8, ihl);
     }
     Verdict::Tx(nh.port)
+}
+
+/// An IP packet received as a link-layer broadcast or multicast with a
+/// destination the lookup gave `val` for: RFC 1812 5.3.4, only IP
+/// broadcasts and multicasts may come that way (multicasts never reach
+/// the lookup; a subnet broadcast is `broadcast`), everything else is not
+/// routed (nor answered): `l2_multicast`. The lane's plain packets are
+/// never such frames (they are addressed to the port's own MAC).
+#[cold]
+fn l2_multicast(r: &Routing, val: u32) -> Verdict {
+    let broadcast = val != MISS && r.nexthop(r.nexthop_id(val, 0)).kind == NhKind::Broadcast;
+    Verdict::Drop(if broadcast {
+        DropReason::Broadcast
+    } else {
+        DropReason::L2Multicast
+    })
 }
 
 #[inline(always)]

@@ -113,8 +113,9 @@ mac = "02:00:00:00:00:bb"
         r.stderr()
     );
     let t = &r.report["tables"];
-    // 1,000,003 from the file plus the two connected subnets and two own addresses.
-    assert_eq!(t["routes_v4"], 1_000_007);
+    // 1,000,003 from the file plus the two connected subnets, their two
+    // broadcast addresses and two own addresses.
+    assert_eq!(t["routes_v4"], 1_000_009);
     assert!(t["route_memory_bytes"].as_u64().unwrap() > 64 << 20);
     let outs = [
         read_pcap(&dir.path().join("out0.pcap")).unwrap(),

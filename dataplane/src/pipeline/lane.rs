@@ -236,3 +236,64 @@ impl Lane {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::parse::mac_word;
+    use crate::pipeline::{new_meta_burst, DropReason, VecPacket, L3};
+
+    const US: [u8; 6] = [2, 0, 0, 0, 1, 1];
+
+    /// UDP over IPv4 to `dst`, 46 bytes of IP (a 60-byte frame).
+    fn udp4(dst: [u8; 6]) -> Vec<u8> {
+        let mut v = Vec::new();
+        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], dst)
+            .ipv4([10, 0, 1, 5], [198, 18, 1, 7], 64)
+            .udp(4000, 53)
+            .write(&mut v, &[7; 18])
+            .unwrap();
+        v
+    }
+
+    /// The sweep puts on the lane exactly the frames addressed to the
+    /// port that hold their IP packet exactly, in one segment — padded
+    /// ones once the parse has trimmed them — and drops or flags the rest
+    /// as the parse does, in both sweep variants.
+    #[test]
+    fn only_frames_for_us_are_plain_and_padding_is_trimmed() {
+        let exact = udp4(US);
+        let mut padded = exact.clone();
+        padded.resize(1000, 0xee);
+        let frames = [
+            VecPacket::new(exact.clone()),
+            VecPacket::new(padded),
+            VecPacket::new(udp4([2, 0, 0, 0, 2, 1])),
+            VecPacket::new(udp4([0xff; 6])),
+            VecPacket::chained(exact.clone(), 3000),
+            VecPacket::new(exact[..50].to_vec()),
+        ];
+        for early in [false, true] {
+            let mut pkts = Burst::<VecPacket>::new();
+            for f in &frames {
+                assert!(pkts.push(f.clone()).is_ok());
+            }
+            let mut meta = new_meta_burst();
+            let mut lane = Lane::default();
+            let parse = Parse::default();
+            lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US), None);
+            assert_eq!(lane.plain, 0b10011, "early {early}");
+            assert_eq!(lane.dst[1], u32::from_be_bytes([198, 18, 1, 7]));
+            assert_eq!(pkts.get(1).unwrap().bytes, exact, "padding trimmed");
+            assert_eq!(pkts.get(4).unwrap().pkt_len(), exact.len(), "chain cut");
+            assert_eq!(meta[2].verdict, Verdict::Drop(DropReason::NotForUs));
+            assert_eq!(meta[3].verdict, Verdict::Continue);
+            assert_eq!(meta[3].l3, L3::Ipv4);
+            assert_ne!(
+                meta[3].flags & crate::pipeline::meta::flags::L2_MULTICAST,
+                0
+            );
+            assert_eq!(meta[5].verdict, Verdict::Drop(DropReason::BadTotalLen));
+        }
+    }
+}

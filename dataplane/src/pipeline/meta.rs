@@ -16,7 +16,9 @@ pub enum DropReason {
     BadVersion,
     /// IPv4 IHL < 5 or header longer than the packet.
     BadHeaderLen,
-    /// IP total/payload length inconsistent with the frame.
+    /// IP total/payload length longer than the frame, or a frame whose
+    /// length disagrees with its mbuf chain. (A frame longer than its IP
+    /// packet is trimmed, not dropped.)
     BadTotalLen,
     /// IPv4 header checksum wrong.
     BadChecksum,

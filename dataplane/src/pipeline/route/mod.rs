@@ -10,15 +10,16 @@
 //! limited broadcasts (`broadcast`: a /32 route to a `Broadcast` next hop
 //! for each connected subnet's, so the lookup finds them), IPv6 link-local
 //! or unspecified sources and link-local destinations of packets to be
-//! forwarded (`bad_address`, RFC 4291 2.5.6; delivered when for us), TTL/hop limit ≤ 1
+//! forwarded (`bad_address`, RFC 4291 2.5.6; delivered when for us),
+//! TTL/hop limit ≤ 1
 //! (`ttl_exceeded`, with a rate-limited ICMP error), no route (`no_route`),
 //! output MTU (`too_big`), unresolved neighbour (`neighbor_unresolved`, an
 //! ARP request or NS goes out instead). Forwarded packets get TTL − 1 with
 //! an RFC 1624 checksum update, destination MAC = next hop, source MAC =
 //! output port; VLAN tags are kept as received.
 //!
-//! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `key`, `hash`,
-//! `in_port`; sets `verdict`, `nexthop`.
+//! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `flags`
+//! (L2_MULTICAST), `key`, `hash`, `in_port`; sets `verdict`, `nexthop`.
 //!
 //! On the fast lane (see [`super::lane`]) a plain IPv4 packet is looked up
 //! from the lane's header fields; forwarded to a resolved gateway it then

@@ -11,10 +11,9 @@
 //! for each connected subnet's, so the lookup finds them), IPv6 link-local
 //! or unspecified sources and link-local destinations of packets to be
 //! forwarded (`bad_address`, RFC 4291 2.5.6; delivered when for us),
-//! TTL/hop limit ≤ 1
-//! (`ttl_exceeded`, with a rate-limited ICMP error), no route (`no_route`),
-//! output MTU (`too_big`), unresolved neighbour (`neighbor_unresolved`, an
-//! ARP request or NS goes out instead). Forwarded packets get TTL − 1 with
+//! TTL/hop limit ≤ 1 (`ttl_exceeded`, with a rate-limited ICMP error), no
+//! route (`no_route`), output MTU (`too_big`), unresolved neighbour
+//! (`neighbor_unresolved`, an ARP request or NS goes out instead). Forwarded packets get TTL − 1 with
 //! an RFC 1624 checksum update, destination MAC = next hop, source MAC =
 //! output port; VLAN tags are kept as received.
 //!

@@ -6,7 +6,7 @@
 //!
 //! The frame rules, each in one place here and taken by the lane's plain
 //! packets and every other packet alike (the lane's check
-//! [`Parse::fast_v4_keyed_as`] accepts only frames the general walk
+//! [`Parse::fast_v4`] accepts only frames the general walk
 //! accepts unchanged):
 //! - **L2 destination**: a unicast frame whose destination MAC is not the
 //!   input port's is dropped as `not_for_us` (ports are promiscuous by

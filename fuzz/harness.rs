@@ -16,11 +16,20 @@
 //!   carries the output port's MAC as its source;
 //! - every sent frame parses again without error (the router never emits
 //!   what it would itself drop as malformed);
-//! - every sent frame is either its input forwarded (same length, every
-//!   byte after the MACs kept but the TTL / hop limit, one lower from above
-//!   1, and the IPv4 header checksum; its IP packet within the output
-//!   port's MTU) or a message the router wrote: ARP, or ICMP/ICMPv6 from
-//!   one of its own addresses with a valid checksum;
+//! - every sent frame is either its input forwarded (the input trimmed to
+//!   its IP packet, every byte after the MACs kept but the TTL / hop
+//!   limit, one lower from above 1, and the IPv4 header checksum) or a
+//!   message the router wrote: ARP, or ICMP/ICMPv6 from one of its own
+//!   addresses with a valid checksum;
+//! - the data-path rules (RFC 1812 / RFC 4291): a unicast frame to a MAC
+//!   other than the input port's is dropped as `not_for_us`; nothing
+//!   received as a link-layer broadcast or multicast with a unicast IP
+//!   destination is sent at all; a forwarded packet came to the port's
+//!   own MAC, carries no byte past its IP packet, fits the output port's
+//!   MTU, is not to an IPv4 broadcast address (255.255.255.255 or a
+//!   connected subnet's), and, for IPv6, has neither a link-local or
+//!   unspecified source nor a link-local destination; no ARP request is
+//!   sent for a broadcast address;
 //! - a path-MTU error (ICMP fragmentation needed, ICMPv6 packet too big)
 //!   goes back out of the input port about an input over the MTU it
 //!   names, which is a port's; it quotes the input's IP header and 8 bytes
@@ -53,7 +62,7 @@ use dataplane::burst::Burst;
 use dataplane::config::{Config, Resolved};
 use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTables};
 use dataplane::pipeline::packet::VEC_PACKET_MAX;
-use dataplane::pipeline::parse::Parse;
+use dataplane::pipeline::parse::{mac_word, Parse};
 use dataplane::pipeline::{
     dispatch, new_meta_burst, Collect, DropReason, Event, Meta, StageCtx, VecPacket, Verdict, L3,
 };
@@ -216,7 +225,13 @@ pub fn router() -> &'static Router {
         let port_macs: Vec<[u8; 6]> = cfg
             .ports
             .iter()
-            .map(|p| p.mac.expect("every fuzz port has a MAC").0)
+            .map(|p| {
+                p.mac
+                    .as_ref()
+                    .expect("every fuzz port has a MAC")
+                    .get_ref()
+                    .0
+            })
             .collect();
         let peer_macs = (0..cfg.ports.len()).map(default_peer_mac).collect();
         let tables = match build_tables(&cfg, &res, &port_macs, &[]) {
@@ -261,6 +276,37 @@ pub fn decode(data: &[u8]) -> Option<Input> {
         now: 1_000_000_000 + u64::from(head >> 1) * 50_000_000,
         frames,
     })
+}
+
+/// `data` with every unicast frame's destination MAC set to the input
+/// port's: the same input, addressed to the router. The fuzz target and
+/// the regression replay run both, so that inputs written before the L2
+/// destination check (or mutated away from the port's MAC) still reach
+/// everything past it.
+pub fn addressed_to_us(data: &[u8]) -> Vec<u8> {
+    addressed_to(data, &router().port_macs)
+}
+
+/// [`addressed_to_us`] for a router whose ports have the MACs `macs`
+/// (without building [`router`]).
+pub fn addressed_to(data: &[u8], macs: &[[u8; 6]]) -> Vec<u8> {
+    let mut v = data.to_vec();
+    let Some(&head) = v.first() else {
+        return v;
+    };
+    let mac = macs[usize::from(head & 1)];
+    let (mut at, mut frames) = (1, 0);
+    while frames < MAX_FRAMES && at + 2 <= v.len() {
+        let len = usize::from(u16::from_be_bytes([v[at], v[at + 1]]));
+        let start = at + 2;
+        let take = len.min(v.len() - start);
+        if take.min(VEC_PACKET_MAX) >= 6 && v[start] & 1 == 0 {
+            v[start..start + 6].copy_from_slice(&mac);
+        }
+        at = start + take;
+        frames += 1;
+    }
+    v
 }
 
 /// Encodes frames into the input format (for seeds and hand-made tests).
@@ -330,7 +376,8 @@ pub fn check(o: &Outcome) {
     for (i, m) in o.meta.iter().enumerate() {
         assert_eq!(m.in_port, o.input.in_port, "packet {i}: in_port");
         let input = &o.input.frames[i];
-        check_acl(i, input, m.verdict);
+        check_acl(i, input, o.input.in_port, m.verdict);
+        check_l2(i, input, o.input.in_port, m.verdict);
         match m.verdict {
             Verdict::Tx(port) => {
                 let (p, pkt) = &o.out.sent[s];
@@ -348,7 +395,7 @@ pub fn check(o: &Outcome) {
             Verdict::Drop(reason) => {
                 assert_eq!(o.out.dropped[d].0, reason, "packet {i}: drop reason");
                 d += 1;
-                check_too_big(i, input, reason);
+                check_too_big(i, input, o.input.in_port, reason);
             }
             Verdict::Continue => {
                 assert_eq!(o.out.dropped[d].0, DropReason::NoOutput, "packet {i}");
@@ -388,9 +435,71 @@ fn check_accounting(o: &Outcome) {
     );
 }
 
-/// Checks one sent frame against the frame it came from (`input`). Both are
-/// parsed here: the pipeline's own `Meta` is not complete for packets the
-/// lane forwarded straight from their headers.
+/// The harness's own parse, as the router's parse would see `frame`
+/// arriving on a port whose MAC is `mac`: `Ok(end)`, the length the frame
+/// is trimmed to.
+fn parse_as(frame: &[u8], mac: [u8; 6], m: &mut Meta) -> Result<usize, DropReason> {
+    let parse = Parse {
+        l4: true,
+        hash: true,
+        verify_checksum: true,
+        port_mac: mac_word(mac),
+    };
+    parse.parse_frame(frame, frame.len(), m)
+}
+
+/// Whether `a` is an IPv4 broadcast address of the router: the limited
+/// broadcast or a connected subnet's.
+fn is_v4_broadcast(a: Ipv4Addr) -> bool {
+    a.is_broadcast()
+        || router()
+            .tables
+            .routing
+            .as_ref()
+            .is_some_and(|rt| rt.is_broadcast_v4(a))
+}
+
+/// The L2 rules on a packet's verdict: a unicast frame to another MAC than
+/// the input port's is `not_for_us`; a frame sent to a link-layer
+/// broadcast or multicast address with a unicast IP destination is never
+/// sent anywhere (not routed, not answered).
+fn check_l2(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
+    let r = router();
+    let mac = r.port_macs[usize::from(in_port)];
+    if input.len() < 14 {
+        return;
+    }
+    if input[0] & 1 == 0 && input[..6] != mac {
+        assert_eq!(
+            verdict,
+            Verdict::Drop(DropReason::NotForUs),
+            "packet {i}: a frame to a foreign MAC"
+        );
+        return;
+    }
+    let mut m = new_meta_burst()[0];
+    if input[0] & 1 == 0 || parse_as(input, mac, &mut m).is_err() {
+        return;
+    }
+    let unicast = match m.l3 {
+        L3::Ipv4 => {
+            let d = Ipv4Addr::from(m.key.dst_v4());
+            !d.is_multicast() && !is_v4_broadcast(d) && d.octets()[0] < 224
+        }
+        L3::Ipv6 => !Ipv6Addr::from(m.key.dst).is_multicast(),
+        _ => false,
+    };
+    if unicast {
+        assert!(
+            matches!(verdict, Verdict::Drop(_)),
+            "packet {i}: unicast IP in a link-layer broadcast/multicast frame got {verdict:?}"
+        );
+    }
+}
+
+/// Checks one sent frame against the frame it came from (`input`, received
+/// on `in_port`). Both are parsed here: the pipeline's own `Meta` is not
+/// complete for packets the lane forwarded straight from their headers.
 fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
     let r = router();
     assert!(
@@ -409,26 +518,26 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
         r.port_macs[usize::from(port)],
         "packet {i}: source MAC is not the output port's"
     );
-    let parse = Parse {
-        l4: true,
-        hash: false,
-        verify_checksum: true,
-    };
+    // As its receiver parses it: addressed to it (its own MAC), or to a
+    // group.
     let mut om = new_meta_burst()[0];
-    if let Err(reason) = parse.parse_one(out, &mut om) {
-        panic!("packet {i}: sent a frame that parses as {reason:?}: {out:02x?}");
+    let to: [u8; 6] = out[..6].try_into().expect("14 bytes or more");
+    match parse_as(out, to, &mut om) {
+        Err(reason) => panic!("packet {i}: sent a frame that parses as {reason:?}: {out:02x?}"),
+        // Nothing past the IP packet or ARP body, but the padding of a
+        // frame the router built to the 60-byte minimum.
+        Ok(end) => assert!(
+            end == out.len() || out.len() <= 60,
+            "packet {i}: sent bytes past its IP packet (or ARP body): {out:02x?}"
+        ),
     }
     let mut im = new_meta_burst()[0];
-    if parse.parse_one(input, &mut im).is_ok() && is_forwarded(input, &im, &om, out) {
-        let l3_len = out.len() - usize::from(im.l3_off);
-        let mtu = usize::from(port_mtus()[usize::from(port)]);
-        // A frame carries at least its IP packet (padding aside).
-        let ip_len = ip_len(input, &im);
-        assert!(
-            ip_len <= mtu && ip_len <= l3_len,
-            "packet {i}: forwarded {ip_len} bytes of IP on port {port} (MTU {mtu})"
-        );
-        return;
+    let in_mac = r.port_macs[usize::from(in_port)];
+    if let Ok(end) = parse_as(input, in_mac, &mut im) {
+        if is_forwarded(&input[..end], &im, &om, out) {
+            check_forwarded(i, input, port, &om, out);
+            return;
+        }
     }
     // Anything else the router wrote itself: an ARP reply or request, or an
     // ICMP/ICMPv6 message (echo reply, time exceeded, NDP), always from one
@@ -454,6 +563,12 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
             assert!(
                 ours(&sender, false),
                 "packet {i}: ARP not from us: {}",
+                what()
+            );
+            let target = Ipv4Addr::new(out[l3 + 24], out[l3 + 25], out[l3 + 26], out[l3 + 27]);
+            assert!(
+                out[l3 + 7] != 1 || !is_v4_broadcast(target),
+                "packet {i}: ARP request for a broadcast address: {}",
                 what()
             );
         }
@@ -511,6 +626,48 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
     }
 }
 
+/// The rules a forwarded packet (`out`, from `input`, sent on `port`,
+/// parsed into `om`) must meet: it came to the input port's own MAC, fits
+/// the output MTU, is to no IPv4 broadcast address, and (IPv6) is neither
+/// from a link-local or unspecified source nor to a link-local
+/// destination.
+fn check_forwarded(i: usize, input: &[u8], port: u16, om: &Meta, out: &[u8]) {
+    let r = router();
+    assert_eq!(
+        input[0] & 1,
+        0,
+        "packet {i}: forwarded a link-layer group frame"
+    );
+    let l3 = usize::from(om.l3_off);
+    let mtu = r.cfg.ports[usize::from(port)]
+        .mtu
+        .as_ref()
+        .map_or(1500, |m| *m.get_ref());
+    assert!(
+        out.len() - l3 <= usize::from(mtu),
+        "packet {i}: {} bytes of IP forwarded on a port with MTU {mtu}",
+        out.len() - l3
+    );
+    match om.l3 {
+        L3::Ipv4 => {
+            let d = Ipv4Addr::from(om.key.dst_v4());
+            assert!(
+                !is_v4_broadcast(d),
+                "packet {i}: forwarded to broadcast {d}"
+            );
+        }
+        L3::Ipv6 => {
+            let (s, d) = (Ipv6Addr::from(om.key.src), Ipv6Addr::from(om.key.dst));
+            let link_local = |a: Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
+            assert!(
+                !s.is_unspecified() && !link_local(s) && !link_local(d),
+                "packet {i}: forwarded {s} -> {d} off its link"
+            );
+        }
+        _ => {}
+    }
+}
+
 /// Whether `out` is `input` forwarded: an IP packet of the same family,
 /// length and bytes after the MACs, except the TTL / hop limit, one lower
 /// (from above 1), and the IPv4 header checksum (which the re-parse of
@@ -533,20 +690,16 @@ fn is_forwarded(input: &[u8], m: &Meta, om: &Meta, out: &[u8]) -> bool {
 }
 
 /// The ACL against a linear scan of the configured rules: a packet that
-/// parses is dropped as `acl_deny` exactly when the first matching rule (or
-/// the default) denies it.
-fn check_acl(i: usize, input: &[u8], verdict: Verdict) {
+/// parses (as it arrives on `in_port`) is dropped as `acl_deny` exactly
+/// when the first matching rule (or the default) denies it.
+fn check_acl(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
     let r = router();
     let Some(acl) = r.tables.acl.as_ref().map(|a| &a.table) else {
         return;
     };
     let mut km = new_meta_burst()[0];
-    let parse = Parse {
-        l4: true,
-        hash: true,
-        verify_checksum: true,
-    };
-    if parse.parse_one(input, &mut km).is_err() || !matches!(km.l3, L3::Ipv4 | L3::Ipv6) {
+    let mac = r.port_macs[usize::from(in_port)];
+    if parse_as(input, mac, &mut km).is_err() || !matches!(km.l3, L3::Ipv4 | L3::Ipv6) {
         return;
     }
     let rule = acl.classify_naive(&km.key, km.l3 == L3::Ipv6);
@@ -643,18 +796,14 @@ fn check_packet_too_big(
 
 /// A drop as `too_big` is of an IPv6 packet or of an IPv4 one with DF;
 /// `too_big_no_df` of IPv4 without DF; both larger than some port's MTU.
-fn check_too_big(i: usize, input: &[u8], reason: DropReason) {
+fn check_too_big(i: usize, input: &[u8], in_port: u16, reason: DropReason) {
     if !matches!(reason, DropReason::TooBig | DropReason::TooBigNoDf) {
         return;
     }
-    let parse = Parse {
-        l4: true,
-        hash: false,
-        verify_checksum: true,
-    };
     let mut m = new_meta_burst()[0];
+    let mac = router().port_macs[usize::from(in_port)];
     assert!(
-        parse.parse_one(input, &mut m).is_ok(),
+        parse_as(input, mac, &mut m).is_ok(),
         "packet {i}: dropped as {reason:?} but does not parse"
     );
     let min_mtu = port_mtus().into_iter().min().unwrap_or(0);

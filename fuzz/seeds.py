@@ -255,6 +255,45 @@ def hand():
              b"\x01\x02\x03",
              udp4_frame("10.0.1.5", "192.0.2.10")]
     s["burst-mixed"] = encode(0, (mixed * 5)[:32], clock_step=3)
+    # The data-path rules (RFC 1812 5.3.4, RFC 4291 2.5.6). L2: unicast to
+    # another station's MAC, and to the other port's, is not for us.
+    s["l2-foreign-mac"] = encode(0, [
+        udp4_frame("10.0.1.5", "198.18.1.5", dmac=bytes.fromhex("020000009999")),
+        udp4_frame("10.0.1.5", "198.18.1.5", dmac=WAN_MAC)])
+    # Unicast IP in link-layer broadcast / multicast frames: not routed, not
+    # answered (the last is an echo to our own address).
+    s["l2-group-unicast-ip"] = encode(0, [
+        udp4_frame("10.0.1.5", "198.18.1.5", dmac=BCAST),
+        udp4_frame("10.0.1.5", "198.18.1.5", dmac=bytes.fromhex("01005e000005")),
+        udp6_frame("2001:db8:1::5", "2001:db8:100::5", dmac=bytes.fromhex("333300000001")),
+        eth(BCAST, HOST, 0x0800, ipv4("10.0.1.5", "10.0.1.1", 1,
+                                      icmp4(8, 0, struct.pack(">HH", 7, 1), b"ping")))])
+    # IPv4 broadcasts: the lan subnets' (one per subnet, as unicast and as
+    # link broadcast, one an echo), the wan subnet's directed from lan, the
+    # limited broadcast: none forwarded, answered or ARPed for.
+    s["broadcast-subnet"] = encode(0, [
+        udp4_frame("10.0.1.5", "10.0.1.255"),
+        udp4_frame("10.0.1.5", "10.0.1.255", dmac=BCAST),
+        udp4_frame("10.0.1.5", "10.0.3.255"),
+        eth(LAN_MAC, HOST, 0x0800, ipv4("10.0.1.5", "10.0.1.255", 1,
+                                        icmp4(8, 0, struct.pack(">HH", 7, 1), b"ping"))),
+        udp4_frame("10.0.1.5", "10.0.2.255"),
+        udp4_frame("10.0.1.5", "255.255.255.255", dmac=BCAST)])
+    # IPv6 scopes: link-local and unspecified sources and a link-local
+    # destination (lan has fe80::1/64, so fe80::/64 is a connected route)
+    # are not forwarded; an echo to us from a link-local source is answered.
+    e6ll = icmp6("fe80::5", "2001:db8:1::1", 128, 0, struct.pack(">HH", 7, 1) + b"ping")
+    s["v6-scope"] = encode(0, [
+        udp6_frame("fe80::5", "2001:db8:100::5"),
+        udp6_frame("::", "2001:db8:100::5"),
+        udp6_frame("2001:db8:1::5", "fe80::99"),
+        eth(LAN_MAC, HOST, 0x86DD, ipv6("fe80::5", "2001:db8:1::1", 58, e6ll))])
+    # Frames longer than their IP packet: forwarded trimmed; one shorter.
+    padded4 = udp4_frame("10.0.1.5", "198.18.1.5", data=b"pad") + b"\xee" * 300
+    padded6 = udp6_frame("2001:db8:1::5", "2001:db8:100::5") + b"\xee" * 300
+    short = bytearray(udp4_frame("10.0.1.5", "198.18.1.5", data=b"x" * 40))
+    short[16:18] = struct.pack(">H", 200)
+    s["padded-and-short"] = encode(0, [padded4, padded6, bytes(short)])
     return s
 
 

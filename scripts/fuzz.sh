@@ -48,20 +48,34 @@ gen() { # NAME ARGS...
     shift
     "$GEN" gen --out "$TMP/$name.pcap" --corpus-dir "$TMP/$name" "$@" >/dev/null
 }
+# Frames are addressed to the port they enter (lan 02:00:00:00:01:01, wan
+# 02:00:00:00:02:01): any other unicast MAC stops at the L2 check (the
+# fuzz target also replays every input addressed to the router).
+LAN=02:00:00:00:01:01
+WAN=02:00:00:00:02:01
 gen mix --count 64 --flows 16 --size imix --ipv6-ratio 0.5 --proto mix \
     --dst-prefix 198.18.0.0/24 --dst-prefix 198.18.1.0/24 --dst-prefix 203.0.113.0/24 \
     --dst-prefix 2001:db8:100::/64 --dst-prefix 2001:db8:200::/64 \
     --src-prefix 10.0.1.0/24 --src-prefix 2001:db8:1::/64 \
-    --dst-mac 02:00:00:00:01:01
-gen vlan --count 16 --flows 8 --vlan 99 --ipv6-ratio 0.5 --seed 2 --dst-mac 02:00:00:00:01:01
+    --dst-mac $LAN
+gen mix-wan --count 64 --flows 16 --size imix --ipv6-ratio 0.5 --proto mix --seed 6 \
+    --dst-prefix 198.18.0.0/24 --dst-prefix 203.0.113.0/24 --dst-prefix 2001:db8:200::/64 \
+    --src-prefix 10.0.2.0/24 --src-prefix 2001:db8:2::/64 \
+    --dst-mac $WAN
+gen vlan --count 16 --flows 8 --vlan 99 --ipv6-ratio 0.5 --seed 2 --dst-mac $LAN
 gen ttl1 --count 8 --flows 8 --ttl 1 --ipv6-ratio 0.5 --seed 3 \
-    --dst-prefix 198.18.1.0/24 --dst-prefix 2001:db8:100::/64
+    --dst-prefix 198.18.1.0/24 --dst-prefix 2001:db8:100::/64 --dst-mac $LAN
 gen local --count 8 --flows 8 --ipv6-ratio 0.5 --seed 4 \
-    --dst-prefix 10.0.1.1/32 --dst-prefix 2001:db8:1::1/128 --dst-prefix 192.0.2.0/24
-gen malformed --count 32 --flows 4 --malformed-ratio 1 --ipv6-ratio 0.5 --seed 5
+    --dst-prefix 10.0.1.1/32 --dst-prefix 2001:db8:1::1/128 --dst-prefix 192.0.2.0/24 \
+    --dst-mac $LAN
+gen broadcast --count 8 --flows 4 --seed 7 \
+    --dst-prefix 10.0.1.255/32 --dst-prefix 10.0.2.255/32 --dst-mac $LAN
+gen malformed --count 32 --flows 4 --malformed-ratio 1 --ipv6-ratio 0.5 --seed 5 --dst-mac $LAN
+gen malformed-wan --count 32 --flows 4 --malformed-ratio 1 --ipv6-ratio 0.5 --seed 8 \
+    --dst-mac $WAN
 python3 "$FUZZ/seeds.py" wrap "$CORPUS" 0 "$TMP/mix" "$TMP/vlan" "$TMP/ttl1" "$TMP/local" \
-    "$TMP/malformed"
-python3 "$FUZZ/seeds.py" wrap "$CORPUS" 1 "$TMP/mix" "$TMP/malformed"
+    "$TMP/broadcast" "$TMP/malformed"
+python3 "$FUZZ/seeds.py" wrap "$CORPUS" 1 "$TMP/mix-wan" "$TMP/malformed-wan"
 python3 "$FUZZ/seeds.py" hand "$CORPUS"
 echo "   $(ls "$CORPUS" | wc -l) files in the corpus"
 

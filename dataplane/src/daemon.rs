@@ -445,7 +445,9 @@ pub fn build_worker_pipeline(
             StageKind::Count => stages.push(Stage::Count(CountStage::new(cfg.ports.len()))),
         }
     }
-    Pipeline::new(stages)
+    let mut p = Pipeline::new(stages);
+    p.set_port_macs(port_macs);
+    p
 }
 
 /// Stops the workers when dropped, also when the control thread unwinds from
@@ -503,7 +505,7 @@ pub fn run(
 
     let n_mbufs = cfg.mempool_size(res);
     let pool = Arc::new(
-        Mempool::new_pktmbuf("dp_pool", n_mbufs, *cfg.mempool.cache.get_ref(), *cfg.mempool.data_room.get_ref(), 0)
+        Mempool::new_pktmbuf("dp_pool", n_mbufs, *cfg.mempool.cache.get_ref(), cfg.data_room(), 0)
             .with_context(|| format!("creating the mbuf pool ({n_mbufs} mbufs); raise eal.memory_mb or lower mempool.mbufs"))?,
     );
     tracing::info!(mbufs = n_mbufs, hugepages = huge, "mempool ready");
@@ -518,7 +520,7 @@ pub fn run(
             tx_desc: p.tx_desc,
             mtu: p.mtu.as_ref().map(|m| *m.get_ref()),
             promiscuous: p.promiscuous,
-            mac: p.mac.map(|m| m.0),
+            mac: p.mac.as_ref().map(|m| m.get_ref().0),
             ipv4_checksum_offload: p.tx_checksum_offload,
         };
         let port = Port::configure(dev, &pc, pool.clone())

@@ -101,10 +101,9 @@ proptest! {
 
     #[test]
     fn mutated_bursts_alike(
-        frames in lane::mutated_frames(),
-        in_port in 0u16..2,
+        (frames, in_port) in lane::mutated_bursts(),
         step in 0u64..64,
     ) {
-        lane::both(&frames, in_port, 1_000_000_000 + step * 50_000_000);
+        lane::both_pkts(&frames, in_port, 1_000_000_000 + step * 50_000_000);
     }
 }

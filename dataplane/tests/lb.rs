@@ -177,7 +177,11 @@ impl Router {
         let _l = lock();
         let (cfg, res) = Config::parse(toml, "lb.toml").unwrap_or_else(|e| panic!("{e}"));
         let facts = PortFacts {
-            macs: cfg.ports.iter().map(|p| p.mac.unwrap().0).collect(),
+            macs: cfg
+                .ports
+                .iter()
+                .map(|p| p.mac.as_ref().unwrap().get_ref().0)
+                .collect(),
             checksum_offload: vec![false; cfg.ports.len()],
         };
         let mut learned = LearnedState {

@@ -52,6 +52,7 @@ fn a_million_routes_load_and_route() {
     let mut frames = Vec::new();
     for (dst, _) in &cases {
         let mut v = Vec::new();
+        // To port a's MAC (anything else is not for the router).
         PacketBuilder::ethernet2([2, 0, 0, 0, 9, 9], [2, 0, 0, 0, 0, 1])
             .ipv4([10, 0, 0, 50], *dst, 64)
             .udp(1, 2)
@@ -71,6 +72,7 @@ hugepages = "off"
 [[port]]
 name = "a"
 device = "net_pcap0,rx_pcap={d}/in.pcap,tx_pcap={d}/out0.pcap"
+mac = "02:00:00:00:00:01"
 ipv4 = ["10.0.0.1/24"]
 [[port]]
 name = "b"
@@ -113,8 +115,9 @@ mac = "02:00:00:00:00:bb"
         r.stderr()
     );
     let t = &r.report["tables"];
-    // 1,000,003 from the file plus the two connected subnets and two own addresses.
-    assert_eq!(t["routes_v4"], 1_000_007);
+    // 1,000,003 from the file plus the two connected subnets, their two
+    // broadcast addresses and two own addresses.
+    assert_eq!(t["routes_v4"], 1_000_009);
     assert!(t["route_memory_bytes"].as_u64().unwrap() > 64 << 20);
     let outs = [
         read_pcap(&dir.path().join("out0.pcap")).unwrap(),

@@ -157,6 +157,24 @@ impl Config {
         n.min(u64::from(u32::MAX)) as u32
     }
 
+    /// Bytes per mbuf (headroom included): `mempool.data_room`, or, unset,
+    /// the room the largest port MTU needs (MTU + 14 Ethernet + 8 for two
+    /// VLAN tags + the 128-byte headroom), at least DPDK's default 2176.
+    /// So a jumbo MTU gets jumbo mbufs, and every frame a port accepts is
+    /// one segment (`check` refuses a `data_room` set too small).
+    pub fn data_room(&self) -> u16 {
+        if let Some(r) = &self.mempool.data_room {
+            return *r.get_ref();
+        }
+        let need = self
+            .ports
+            .iter()
+            .map(|p| validate::data_room_for(p.mtu.as_ref().map_or(1500, |m| *m.get_ref())))
+            .max()
+            .unwrap_or(0);
+        need.clamp(validate::DEFAULT_DATA_ROOM, u32::from(u16::MAX)) as u16
+    }
+
     /// EAL memory this config needs (see [`MemoryEstimate`]).
     pub fn memory_estimate(&self, res: &Resolved) -> MemoryEstimate {
         const MB: u64 = 1 << 20;
@@ -166,7 +184,7 @@ impl Config {
         });
         // struct rte_mbuf (128 B) and the mempool's object header and
         // private area (64 B) come on top of each data room.
-        let per_mbuf = u64::from(*self.mempool.data_room.get_ref()) + 192;
+        let per_mbuf = u64::from(self.data_room()) + 192;
         let pool_bytes = u64::from(self.mempool_size(res)) * per_mbuf;
         let route_tables_mb = route_bytes.div_ceil(MB);
         let mempool_mb = pool_bytes.div_ceil(MB);
@@ -205,7 +223,8 @@ pub fn route_configs(
     let addrs: usize = cfg
         .ports
         .iter()
-        .map(|p| 2 * (p.ipv4.len() + p.ipv6.len()))
+        // Connected and own-address routes, and an IPv4 subnet's broadcast.
+        .map(|p| 3 * p.ipv4.len() + 2 * p.ipv6.len())
         .sum();
     let v4: Vec<_> = res.routes.iter().filter(|r| !r.prefix.is_ipv6()).collect();
     let n6 = res.routes.len() - v4.len();

@@ -158,8 +158,10 @@ pub struct MempoolConfig {
     pub mbufs: Spanned<u32>,
     /// Per-lcore cache size.
     pub cache: Spanned<u32>,
-    /// Data room per mbuf, bytes (headroom included).
-    pub data_room: Spanned<u16>,
+    /// Data room per mbuf, bytes (headroom included). Unset: sized from
+    /// the largest port MTU ([`super::Config::data_room`]), so that every
+    /// frame a port accepts fits one mbuf.
+    pub data_room: Option<Spanned<u16>>,
 }
 
 impl Default for MempoolConfig {
@@ -167,7 +169,7 @@ impl Default for MempoolConfig {
         MempoolConfig {
             mbufs: Spanned::new(0..0, 0),
             cache: Spanned::new(0..0, 256),
-            data_room: Spanned::new(0..0, 2048 + 128),
+            data_room: None,
         }
     }
 }
@@ -189,7 +191,7 @@ pub struct PortSection {
     pub tx_desc: u16,
     pub mtu: Option<Spanned<u16>>,
     /// Overrides the device's MAC address.
-    pub mac: Option<Mac>,
+    pub mac: Option<Spanned<Mac>>,
     /// The MAC of the station on the other end of the link, used as the
     /// destination by the `forward` stage (default `02:00:00:00:00:<port index>`).
     pub peer_mac: Option<Mac>,

@@ -61,7 +61,10 @@ fn bad(from: &str, to: &str) -> String {
 fn good_file_parses_and_resolves() {
     let (cfg, res) = Config::parse(GOOD, "good.toml").unwrap();
     assert_eq!(cfg.ports.len(), 2);
-    assert_eq!(cfg.ports[0].mac, Some(Mac([2, 0, 0, 0, 0, 0xaa])));
+    assert_eq!(
+        cfg.ports[0].mac.as_ref().map(|m| *m.get_ref()),
+        Some(Mac([2, 0, 0, 0, 0, 0xaa]))
+    );
     assert_eq!(cfg.ports[0].ipv4[0].get_ref().len, 24);
     assert!(cfg.ports[0].tx_checksum_offload, "on unless turned off");
     assert_eq!(cfg.stages(), vec![StageKind::Forward]);
@@ -366,6 +369,19 @@ fn router_config_errors_name_line_and_field() {
     let (_, field, msg) = err(&router_bad(r#"ip = "10.0.1.2""#, r#"ip = "10.0.3.2""#));
     assert_eq!(field, "route.neighbor[0].ip");
     assert!(msg.contains("on no port's subnet"), "{msg}");
+    // A subnet's broadcast address is no next hop and no neighbour.
+    let (line, field, msg) = err(&router_bad(
+        r#"via = ["10.0.1.2", "10.0.2.2"]"#,
+        r#"via = ["10.0.1.2", "10.0.2.255"]"#,
+    ));
+    assert_eq!((line, field.as_str()), (30, "route.static[0].via"));
+    assert!(
+        msg.contains("10.0.2.255 is the broadcast address of 10.0.2.1/24"),
+        "{msg}"
+    );
+    let (line, field, msg) = err(&router_bad(r#"ip = "10.0.1.2""#, r#"ip = "10.0.1.255""#));
+    assert_eq!((line, field.as_str()), (37, "route.neighbor[0].ip"));
+    assert!(msg.contains("broadcast address"), "{msg}");
     let (_, field, msg) = err(&router_bad(
         r#"src = "10.9.0.0/16""#,
         r#"src = "2001:db8::/32"
@@ -580,14 +596,53 @@ fn data_room_must_hold_headroom_and_mtu() {
         "{msg}"
     );
     assert!(Config::parse(&with_mempool("data_room = 1650"), "t.toml").is_ok());
-    let jumbo = bad(
-        "mac = \"02:00:00:00:00:aa\"",
-        "mac = \"02:00:00:00:00:aa\"\nmtu = 9000",
-    );
-    let (line, field, msg) = err(&jumbo);
-    assert_eq!((line, field.as_str()), (13, "port[0].mtu"));
+    let jumbo = |mempool: &str| {
+        with_mempool(mempool).replacen(
+            "mac = \"02:00:00:00:00:aa\"",
+            "mac = \"02:00:00:00:00:aa\"\nmtu = 9000",
+            1,
+        )
+    };
+    let (line, field, msg) = err(&jumbo("data_room = 2176"));
+    assert_eq!((line, field.as_str()), (16, "port[0].mtu"));
     assert!(
         msg.contains("MTU 9000 needs mbufs with data_room ≥ 9150") && msg.contains("is 2176"),
+        "{msg}"
+    );
+    // Unset, the data room is sized from the largest MTU (jumbo frames fit
+    // one mbuf), never below DPDK's default.
+    let (cfg, _) = Config::parse(&jumbo("cache = 256"), "t.toml").unwrap();
+    assert_eq!(cfg.data_room(), 9150);
+    assert_eq!(Config::parse(GOOD, "t.toml").unwrap().0.data_room(), 2176);
+    assert_eq!(
+        Config::parse(&with_mempool("data_room = 4096"), "t.toml")
+            .unwrap()
+            .0
+            .data_room(),
+        4096
+    );
+    // An MTU no mbuf holds.
+    let huge = bad(
+        "mac = \"02:00:00:00:00:aa\"",
+        "mac = \"02:00:00:00:00:aa\"\nmtu = 65500",
+    );
+    let (line, field, msg) = err(&huge);
+    assert_eq!((line, field.as_str()), (13, "port[0].mtu"));
+    assert!(msg.contains("more than an mbuf holds"), "{msg}");
+}
+
+/// A port's MAC must be unicast: the L2 destination check compares
+/// frames with it, and a group address would make every frame to that
+/// group "for us".
+#[test]
+fn port_mac_must_be_unicast() {
+    let (line, field, msg) = err(&bad(
+        "mac = \"02:00:00:00:00:aa\"",
+        "mac = \"03:00:00:00:00:aa\"",
+    ));
+    assert_eq!((line, field.as_str()), (12, "port[0].mac"));
+    assert!(
+        msg.contains("03:00:00:00:00:aa is a group (multicast) address"),
         "{msg}"
     );
 }

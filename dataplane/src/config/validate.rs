@@ -53,6 +53,19 @@ impl Config {
             if let Err(m) = check_device(p.device.get_ref()) {
                 return Err(loc.error(p.device.span(), Some(format!("port[{i}].device")), m));
             }
+            if let Some(mac) = &p.mac {
+                if mac.get_ref().0[0] & 1 != 0 {
+                    return Err(loc.error(
+                        mac.span(),
+                        Some(format!("port[{i}].mac")),
+                        format!(
+                            "{} is a group (multicast) address: a port's MAC must be unicast \
+                             (the first byte even)",
+                            mac.get_ref()
+                        ),
+                    ));
+                }
+            }
             if *p.rx_queues.get_ref() == 0 {
                 return Err(loc.error(
                     p.rx_queues.span(),
@@ -389,6 +402,26 @@ impl Config {
                 p.ipv6.iter().any(|c| c.get_ref().contains(a)) || a.segments()[0] & 0xffc0 == 0xfe80
             }
         };
+        if let std::net::IpAddr::V4(a) = ip {
+            let bcast = self.ports.iter().find_map(|p| {
+                p.ipv4.iter().find(|c| {
+                    let c = c.get_ref();
+                    crate::tables::routing::subnet_broadcast(c.addr, c.len) == Some(a)
+                })
+            });
+            if let Some(c) = bcast {
+                return Err(loc.error(
+                    span,
+                    Some(field.into()),
+                    format!(
+                        "{ip} is the broadcast address of {}/{}: it cannot be a neighbour or a \
+                         next hop",
+                        c.get_ref().addr,
+                        c.get_ref().len
+                    ),
+                ));
+            }
+        }
         if let Some(pn) = port {
             let Some(&pi) = res.port_index.get(pn.get_ref()) else {
                 return Err(loc.error(
@@ -562,11 +595,7 @@ impl Config {
     /// headroom and every port's MTU.
     pub(super) fn check_mempool(&self, loc: &Locator) -> Result<(), ConfigError> {
         let mp = &self.mempool;
-        let (mbufs, cache, room) = (
-            *mp.mbufs.get_ref(),
-            *mp.cache.get_ref(),
-            *mp.data_room.get_ref(),
-        );
+        let (mbufs, cache) = (*mp.mbufs.get_ref(), *mp.cache.get_ref());
         if cache > MEMPOOL_CACHE_MAX {
             return Err(loc.error(
                 mp.cache.span(),
@@ -590,9 +619,32 @@ impl Config {
                 ),
             ));
         }
+        let Some(set) = &mp.data_room else {
+            // Sized from the MTUs: only an MTU no mbuf can hold is wrong.
+            for (i, p) in self.ports.iter().enumerate() {
+                let Some(m) = &p.mtu else { continue };
+                let need = data_room_for(*m.get_ref());
+                if need > u32::from(u16::MAX) {
+                    return Err(loc.error(
+                        m.span(),
+                        Some(format!("port[{i}].mtu")),
+                        format!(
+                            "MTU {} needs mbufs with a data room of {need} bytes ({} + 14 \
+                             Ethernet + 8 two VLAN tags + {PKTMBUF_HEADROOM} headroom), more \
+                             than an mbuf holds ({}): lower the MTU",
+                            m.get_ref(),
+                            m.get_ref(),
+                            u16::MAX
+                        ),
+                    ));
+                }
+            }
+            return Ok(());
+        };
+        let room = *set.get_ref();
         if room <= PKTMBUF_HEADROOM {
             return Err(loc.error(
-                mp.data_room.span(),
+                set.span(),
                 Some("mempool.data_room".into()),
                 format!(
                     "data_room {room} leaves no room for packet data: it includes the \
@@ -603,14 +655,15 @@ impl Config {
         }
         for (i, p) in self.ports.iter().enumerate() {
             let mtu = p.mtu.as_ref().map_or(1500, |m| *m.get_ref());
-            let need = u32::from(mtu) + FRAME_OVERHEAD + u32::from(PKTMBUF_HEADROOM);
+            let need = data_room_for(mtu);
             if u32::from(room) >= need {
                 continue;
             }
             let what = format!(
                 "needs mbufs with data_room ≥ {need} ({mtu} + 14 Ethernet + 8 two VLAN tags + \
                  {PKTMBUF_HEADROOM} headroom) but mempool.data_room is {room}: larger frames \
-                 would be dropped; raise mempool.data_room or lower the MTU"
+                 would not fit one mbuf; raise mempool.data_room (or leave it unset: it is then \
+                 sized from the MTUs) or lower the MTU"
             );
             return Err(match &p.mtu {
                 Some(m) => loc.error(
@@ -619,7 +672,7 @@ impl Config {
                     format!("MTU {mtu} {what}"),
                 ),
                 None => loc.error(
-                    mp.data_room.span(),
+                    set.span(),
                     Some("mempool.data_room".into()),
                     format!(
                         "port `{}` (MTU {mtu}, the default) {what}",
@@ -661,6 +714,16 @@ const MEMPOOL_CACHE_MAX: u32 = 512;
 const PKTMBUF_HEADROOM: u16 = 128;
 /// Bytes of a frame beyond its MTU: Ethernet header and two VLAN tags.
 const FRAME_OVERHEAD: u32 = 14 + 8;
+
+/// DPDK's default mbuf data room (`RTE_MBUF_DEFAULT_BUF_SIZE`): 2048 bytes
+/// and the headroom; the least `Config::data_room` sizes.
+pub(super) const DEFAULT_DATA_ROOM: u32 = 2048 + PKTMBUF_HEADROOM as u32;
+
+/// The data room (headroom included) an mbuf needs for a frame of a port
+/// with `mtu`: the IP packet, Ethernet and two VLAN tags, the headroom.
+pub(super) fn data_room_for(mtu: u16) -> u32 {
+    u32::from(mtu) + FRAME_OVERHEAD + u32::from(PKTMBUF_HEADROOM)
+}
 
 /// Refuses a device string EAL would misread: it must be a virtual device
 /// `net_<driver><N>` (or DPDK's older `eth_` alias) or a PCI address

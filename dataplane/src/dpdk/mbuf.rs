@@ -181,17 +181,110 @@ impl Mbuf {
         unsafe { dpdk_sys::shim_rte_pktmbuf_trim(self.0.as_ptr(), len16) == 0 }
     }
 
-    /// Grows or shrinks a single-segment packet to exactly `len` bytes.
+    /// Grows or shrinks the packet to exactly `len` bytes. A chain only
+    /// shrinks: the segments past `len` are freed ([`Mbuf::truncate`]).
     pub fn resize(&mut self, len: usize) -> bool {
-        let cur = self.data_len();
-        if self.nb_segs() != 1 {
-            return false;
+        if self.nb_segs() != 1 || self.pkt_len() != self.data_len() {
+            return len <= self.pkt_len() && self.truncate(len);
         }
+        let cur = self.data_len();
         if len >= cur {
             self.append(len - cur).is_some()
         } else {
             self.trim(cur - len)
         }
+    }
+
+    /// Whether `pkt_len` and `nb_segs` agree with the segments: their
+    /// `data_len`s add up to `pkt_len`, and there are `nb_segs` of them.
+    /// Walks the chain (slow path).
+    pub fn chain_ok(&self) -> bool {
+        let head = self.raw();
+        let (mut segs, mut bytes) = (0u32, 0u64);
+        let mut seg: *const dpdk_sys::rte_mbuf = head;
+        while !seg.is_null() {
+            // SAFETY: `seg` is the head (owned by self) or a `next` of a
+            // segment of this chain, which the chain owns; a chain ends
+            // with a NULL `next` (DPDK invariant). The count bounds the
+            // walk should a chain ever loop.
+            let m = unsafe { &*seg };
+            segs += 1;
+            bytes += u64::from(m.data_len);
+            if segs > u32::from(head.nb_segs) {
+                return false;
+            }
+            seg = m.next;
+        }
+        segs == u32::from(head.nb_segs) && bytes == u64::from(head.pkt_len)
+    }
+
+    /// Cuts the packet to its first `len` bytes, over every segment: the
+    /// segment holding byte `len` becomes the last and the ones after it
+    /// are freed. False, changing nothing, when the packet is shorter or
+    /// its chain does not add up ([`Mbuf::chain_ok`]).
+    pub fn truncate(&mut self, len: usize) -> bool {
+        if !self.chain_ok() || len > self.pkt_len() {
+            return false;
+        }
+        let head: *mut dpdk_sys::rte_mbuf = self.0.as_ptr();
+        let mut seg = head;
+        let mut before = 0usize;
+        let mut segs = 1u16;
+        // SAFETY: the chain was just checked (chain_ok): every `next` up to
+        // the last segment is a live segment owned by this chain, and the
+        // data lengths add up to pkt_len >= len, so the walk stops at a
+        // segment of the chain. The segments after the new last one are
+        // detached before they are freed (rte_pktmbuf_free frees a segment
+        // and all that follow it), so none is freed twice or left linked.
+        unsafe {
+            loop {
+                let dl = usize::from((*seg).data_len);
+                if before + dl >= len || (*seg).next.is_null() {
+                    break;
+                }
+                before += dl;
+                seg = (*seg).next;
+                segs += 1;
+            }
+            (*seg).data_len = (len - before) as u16;
+            let rest = (*seg).next;
+            (*seg).next = std::ptr::null_mut();
+            if !rest.is_null() {
+                dpdk_sys::shim_rte_pktmbuf_free(rest);
+            }
+            (*head).nb_segs = segs;
+            (*head).pkt_len = len as u32;
+        }
+        true
+    }
+
+    /// Appends `tail` (a packet of its own, single or chained) to this
+    /// packet's chain: what a PMD builds of a frame larger than one buffer
+    /// (tests use it to make such frames).
+    pub fn chain(&mut self, tail: Mbuf) -> bool {
+        let segs = u32::from(self.nb_segs()) + u32::from(tail.nb_segs());
+        let Ok(segs) = u16::try_from(segs) else {
+            return false;
+        };
+        let Some(len) = (self.raw().pkt_len).checked_add(tail.raw().pkt_len) else {
+            return false;
+        };
+        let head = self.0.as_ptr();
+        let tail = tail.into_raw().as_ptr();
+        // SAFETY: self owns the chain from `head`, whose last segment has
+        // a NULL `next` (DPDK invariant); linking `tail` there hands its
+        // ownership to the chain (into_raw gave it up), and the head's
+        // totals are updated to cover it.
+        unsafe {
+            let mut last = head;
+            while !(*last).next.is_null() {
+                last = (*last).next;
+            }
+            (*last).next = tail;
+            (*head).nb_segs = segs;
+            (*head).pkt_len = len;
+        }
+        true
     }
 
     /// Extends the packet by `len` bytes at the front; `None` without headroom.
@@ -226,6 +319,12 @@ impl Mbuf {
         unsafe { !dpdk_sys::shim_rte_pktmbuf_adj(self.0.as_ptr(), len16).is_null() }
     }
 
+    /// The raw pointer, for tests that must break an mbuf's invariants.
+    #[cfg(test)]
+    pub(crate) fn clone_ptr_for_test(&mut self) -> *mut dpdk_sys::rte_mbuf {
+        self.0.as_ptr()
+    }
+
     /// Prefetches the mbuf header's first cache line.
     #[inline(always)]
     pub fn prefetch_header(&self) {
@@ -248,6 +347,13 @@ impl PacketBuf for Mbuf {
     #[inline(always)]
     fn data_mut(&mut self) -> &mut [u8] {
         Mbuf::data_mut(self)
+    }
+    #[inline(always)]
+    fn pkt_len(&self) -> usize {
+        Mbuf::pkt_len(self)
+    }
+    fn chain_ok(&self) -> bool {
+        Mbuf::chain_ok(self)
     }
     #[inline]
     fn resize(&mut self, len: usize) -> bool {

@@ -2,9 +2,11 @@
 //! of a burst, so that every stage list runs at the speed of the plain
 //! IPv4 path without a hand-fused variant per list.
 //!
-//! The sweep reads each frame once, in order. A *plain* frame — untagged
-//! IPv4 without options whose header `parse` accepts ([`Parse::fast_v4`]) —
-//! gets its addresses (and, when a stage before the forwarder reads them,
+//! The sweep reads each frame once, in order. A *plain* frame — one
+//! segment addressed to the input port's MAC, holding exactly an untagged
+//! IPv4 packet without options whose header `parse` accepts
+//! ([`Parse::fast_v4`]; a padded frame becomes plain once the full parse
+//! trimmed it) — gets its addresses (and, when a stage before the forwarder reads them,
 //! its flow key) written here and its `Meta` left alone; every other frame
 //! gets the full parse into its `Meta`, exactly as the `parse` stage does.
 //! Stages then read plain packets from the lane and everything else from
@@ -77,18 +79,22 @@ impl Lane {
     /// runs before the forwarder (see the module doc). `prefetch`: the
     /// forwarder's IPv4 table, whose line for each plain destination is
     /// fetched here so the lookup after the sweep finds it in cache (used
-    /// only when not `early`).
+    /// only when not `early`). `port_mac`: the input port's MAC
+    /// ([`Parse::port_mac`]).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub fn sweep<P: PacketBuf>(
         &mut self,
         parse: &Parse,
         early: bool,
-        pkts: &Burst<P>,
+        pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
         in_port: u16,
+        port_mac: u64,
         prefetch: Option<Fib4Reader<'_>>,
     ) {
-        self.parse = *parse;
+        self.parse = Parse { port_mac, ..*parse };
+        let parse = &{ self.parse };
         self.in_port = in_port;
         self.early = early;
         // Compiled once per setting: no packet tests them.
@@ -127,7 +133,7 @@ impl Lane {
     fn sweep_as<P: PacketBuf, const VERIFY: bool, const L4: bool, const EARLY: bool>(
         &mut self,
         parse: &Parse,
-        pkts: &Burst<P>,
+        pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
         prefetch: Option<Fib4Reader<'_>>,
     ) -> u32 {
@@ -139,28 +145,12 @@ impl Lane {
                 m.verdict = Verdict::Continue;
                 m.in_port = in_port;
             }
-            let Some(pkt) = pkts.get(i) else {
+            let Some(pkt) = pkts.get_mut(i) else {
                 m.verdict = Verdict::Continue;
                 m.in_port = in_port;
                 continue;
             };
-            if EARLY {
-                // No prefetch here: with stages between the sweep and the
-                // forwarder, the hint measured more instructions than it
-                // could save (their own memory traffic comes in between).
-                if let Some((h, k)) = Parse::fast_v4_keyed_as(pkt.data(), VERIFY, L4) {
-                    self.keys[i] = k;
-                    self.src[i] = h.src;
-                    self.dst[i] = h.dst;
-                    plain |= 1 << i;
-                    continue;
-                }
-            } else if let Some(h) = Parse::fast_v4_as(pkt.data(), VERIFY, L4) {
-                if let Some(t) = prefetch {
-                    t.prefetch(h.dst);
-                }
-                self.src[i] = h.src;
-                self.dst[i] = h.dst;
+            if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt, prefetch) {
                 plain |= 1 << i;
                 continue;
             }
@@ -168,16 +158,58 @@ impl Lane {
                 m.verdict = Verdict::Continue;
                 m.in_port = in_port;
             }
-            if let Err(reason) = parse.parse_one(pkt.data(), m) {
-                m.verdict = Verdict::Drop(reason);
+            let len = pkt.pkt_len();
+            match parse.parse_packet(pkt, m) {
+                Err(reason) => m.verdict = Verdict::Drop(reason),
+                // Trimmed (Ethernet padding, say): the frame may be plain
+                // now, and a plain packet's `Meta` is simply not read.
+                Ok(()) if pkt.pkt_len() < len => {
+                    if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt, prefetch) {
+                        plain |= 1 << i;
+                    }
+                }
+                Ok(()) => {}
             }
         }
         plain
     }
 
+    /// Puts packet `i` on the lane if it is plain ([`Parse::fast_v4`]).
+    #[inline(always)]
+    fn take_plain<P: PacketBuf, const VERIFY: bool, const L4: bool, const EARLY: bool>(
+        &mut self,
+        i: usize,
+        pkt: &P,
+        prefetch: Option<Fib4Reader<'_>>,
+    ) -> bool {
+        let port_mac = self.parse.port_mac;
+        if EARLY {
+            // No prefetch here: with stages between the sweep and the
+            // forwarder, the hint measured more instructions than it
+            // could save (their own memory traffic comes in between).
+            if let Some((h, k)) =
+                Parse::fast_v4_keyed_as(pkt.data(), pkt.pkt_len(), port_mac, VERIFY, L4)
+            {
+                self.keys[i] = k;
+                self.src[i] = h.src;
+                self.dst[i] = h.dst;
+                return true;
+            }
+        } else if let Some(h) = Parse::fast_v4_as(pkt.data(), pkt.pkt_len(), port_mac, VERIFY, L4) {
+            if let Some(t) = prefetch {
+                t.prefetch(h.dst);
+            }
+            self.src[i] = h.src;
+            self.dst[i] = h.dst;
+            return true;
+        }
+        false
+    }
+
     /// Gives plain packet `i` its full `Meta` (the parse's, as for any other
-    /// packet) and takes it off the lane. `fast_v4` accepted the frame, so
-    /// the parse does too.
+    /// packet) and takes it off the lane. `fast_v4` accepted the frame
+    /// (one segment, exactly its IP packet), so the parse does too and
+    /// trims nothing.
     #[inline(always)]
     pub fn materialize<P: PacketBuf>(&mut self, pkt: &P, meta: &mut MetaBurst, i: usize) {
         self.materialize_meta(pkt, &mut meta[i], i);
@@ -206,6 +238,67 @@ impl Lane {
             if let Some(p) = pkts.get(i) {
                 self.materialize(p, meta, i);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::parse::mac_word;
+    use crate::pipeline::{new_meta_burst, DropReason, VecPacket, L3};
+
+    const US: [u8; 6] = [2, 0, 0, 0, 1, 1];
+
+    /// UDP over IPv4 to `dst`, 46 bytes of IP (a 60-byte frame).
+    fn udp4(dst: [u8; 6]) -> Vec<u8> {
+        let mut v = Vec::new();
+        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], dst)
+            .ipv4([10, 0, 1, 5], [198, 18, 1, 7], 64)
+            .udp(4000, 53)
+            .write(&mut v, &[7; 18])
+            .unwrap();
+        v
+    }
+
+    /// The sweep puts on the lane exactly the frames addressed to the
+    /// port that hold their IP packet exactly, in one segment — padded
+    /// ones once the parse has trimmed them — and drops or flags the rest
+    /// as the parse does, in both sweep variants.
+    #[test]
+    fn only_frames_for_us_are_plain_and_padding_is_trimmed() {
+        let exact = udp4(US);
+        let mut padded = exact.clone();
+        padded.resize(1000, 0xee);
+        let frames = [
+            VecPacket::new(exact.clone()),
+            VecPacket::new(padded),
+            VecPacket::new(udp4([2, 0, 0, 0, 2, 1])),
+            VecPacket::new(udp4([0xff; 6])),
+            VecPacket::chained(exact.clone(), 3000),
+            VecPacket::new(exact[..50].to_vec()),
+        ];
+        for early in [false, true] {
+            let mut pkts = Burst::<VecPacket>::new();
+            for f in &frames {
+                assert!(pkts.push(f.clone()).is_ok());
+            }
+            let mut meta = new_meta_burst();
+            let mut lane = Lane::default();
+            let parse = Parse::default();
+            lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US), None);
+            assert_eq!(lane.plain, 0b10011, "early {early}");
+            assert_eq!(lane.dst[1], u32::from_be_bytes([198, 18, 1, 7]));
+            assert_eq!(pkts.get(1).unwrap().bytes, exact, "padding trimmed");
+            assert_eq!(pkts.get(4).unwrap().pkt_len(), exact.len(), "chain cut");
+            assert_eq!(meta[2].verdict, Verdict::Drop(DropReason::NotForUs));
+            assert_eq!(meta[3].verdict, Verdict::Continue);
+            assert_eq!(meta[3].l3, L3::Ipv4);
+            assert_ne!(
+                meta[3].flags & crate::pipeline::meta::flags::L2_MULTICAST,
+                0
+            );
+            assert_eq!(meta[5].verdict, Verdict::Drop(DropReason::BadTotalLen));
         }
     }
 }

@@ -16,7 +16,9 @@ pub enum DropReason {
     BadVersion,
     /// IPv4 IHL < 5 or header longer than the packet.
     BadHeaderLen,
-    /// IP total/payload length inconsistent with the frame.
+    /// IP total/payload length longer than the frame, or a frame whose
+    /// length disagrees with its mbuf chain. (A frame longer than its IP
+    /// packet is trimmed, not dropped.)
     BadTotalLen,
     /// IPv4 header checksum wrong.
     BadChecksum,
@@ -36,7 +38,8 @@ pub enum DropReason {
     BadAddress,
     /// Packet larger than the output port's MTU that may not be fragmented
     /// (IPv4 with DF set, or IPv6): an ICMP fragmentation-needed / ICMPv6
-    /// packet-too-big goes back to the source (rate-limited).
+    /// packet-too-big goes back to the source (rate-limited); also a packet
+    /// that does not fit one buffer (see `parse`), larger than any port's.
     TooBig,
     /// IPv4 packet without DF larger than the output port's MTU: the router
     /// does not fragment (it would need new buffers), so it drops it.
@@ -45,10 +48,20 @@ pub enum DropReason {
     LbNoBackend,
     /// An IP fragment to a load-balancer service that drops fragments.
     LbFragment,
+    /// Unicast frame whose destination MAC is not the input port's: a
+    /// router does not forward what it merely overhears (promiscuous ports).
+    NotForUs,
+    /// IP packet with a unicast destination received as a link-layer
+    /// broadcast or multicast (RFC 1812 5.3.4): never routed.
+    L2Multicast,
+    /// IPv4 broadcast: to a connected subnet's broadcast address (from the
+    /// subnet or directed from elsewhere) or to 255.255.255.255. Never
+    /// forwarded, answered or resolved with ARP.
+    Broadcast,
 }
 
 impl DropReason {
-    pub const COUNT: usize = DropReason::LbFragment as usize + 1;
+    pub const COUNT: usize = DropReason::Broadcast as usize + 1;
 
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::NoOutput,
@@ -69,6 +82,9 @@ impl DropReason {
         DropReason::TooBigNoDf,
         DropReason::LbNoBackend,
         DropReason::LbFragment,
+        DropReason::NotForUs,
+        DropReason::L2Multicast,
+        DropReason::Broadcast,
     ];
 
     /// The counter's name.
@@ -92,6 +108,9 @@ impl DropReason {
             DropReason::TooBigNoDf => "too_big_no_df",
             DropReason::LbNoBackend => "lb_no_backend",
             DropReason::LbFragment => "lb_fragment",
+            DropReason::NotForUs => "not_for_us",
+            DropReason::L2Multicast => "l2_multicast",
+            DropReason::Broadcast => "broadcast",
         }
     }
 }

@@ -289,6 +289,9 @@ pub struct Pipeline {
     /// [`lane`]).
     early: bool,
     lane: Lane,
+    /// Each port's MAC ([`parse::mac_word`]), by port index: the parse's
+    /// L2 destination check for a burst takes its input port's.
+    port_macs: Vec<u64>,
 }
 
 /// Most stages a pipeline holds (for the per-stage cycle counters).
@@ -307,7 +310,20 @@ impl Pipeline {
             lane_on: parsed,
             early,
             lane: Lane::default(),
+            port_macs: Vec::new(),
         }
+    }
+
+    /// The ports' own (unicast) MACs, by port index: a unicast frame that
+    /// comes in on a port to any other MAC is dropped as `not_for_us` by
+    /// the parse. Until set, or for a port beyond the list, every unicast
+    /// frame is (the all-zero MAC matches nothing real).
+    pub fn set_port_macs(&mut self, macs: &[[u8; 6]]) {
+        debug_assert!(
+            macs.iter().all(|m| m[0] & 1 == 0),
+            "a port MAC must be unicast (config check)"
+        );
+        self.port_macs = macs.iter().map(|m| parse::mac_word(*m)).collect();
     }
 
     /// Rebinds every stage to `set` (worker `worker`'s counters).
@@ -367,6 +383,11 @@ impl Pipeline {
     ) {
         let profile = self.profile;
         let mut t = profile.map_or(0, |now| now());
+        let port_mac = self
+            .port_macs
+            .get(usize::from(in_port))
+            .copied()
+            .unwrap_or(0);
         let first = match self.stages.first() {
             Some(Stage::Parse(parse)) if self.lane_on => {
                 // The sweep; the forwarder's table lines come in meanwhile.
@@ -377,7 +398,7 @@ impl Pipeline {
                     self.stages.iter().find_map(Stage::v4_prefetch)
                 };
                 self.lane
-                    .sweep(parse, self.early, pkts, meta, in_port, prefetch);
+                    .sweep(parse, self.early, pkts, meta, in_port, port_mac, prefetch);
                 1
             }
             _ => {
@@ -389,6 +410,7 @@ impl Pipeline {
                 if let Some(Stage::Parse(parse)) = self.stages.first() {
                     self.lane.parse = *parse;
                 }
+                self.lane.parse.port_mac = port_mac;
                 self.lane.in_port = in_port;
                 self.lane.plain = 0;
                 self.lane.early = true;

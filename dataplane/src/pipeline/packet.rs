@@ -3,12 +3,36 @@
 //! plain byte vectors in tests and the fuzzer.
 
 /// What a stage may do to a packet's bytes.
+///
+/// A packet may be a chain of segments (an mbuf chain: what a PMD makes of
+/// a frame larger than one buffer). Stages read and write only the first
+/// segment ([`PacketBuf::data`]); [`PacketBuf::pkt_len`] is the whole
+/// packet's length, and shrinking it ([`PacketBuf::resize`]) may free
+/// later segments. The router forwards single-segment packets only (see
+/// `parse`: a packet still chained once trimmed to its IP length is larger
+/// than any port's MTU).
 pub trait PacketBuf {
-    /// The packet, from the Ethernet header on.
+    /// The packet's first segment (all of it unless chained), from the
+    /// Ethernet header on.
     fn data(&self) -> &[u8];
     fn data_mut(&mut self) -> &mut [u8];
+    /// The whole packet's length, every segment included: `data().len()`
+    /// unless chained.
+    #[inline(always)]
+    fn pkt_len(&self) -> usize {
+        self.data().len()
+    }
+    /// Whether the packet's length agrees with its segments (an mbuf's
+    /// `pkt_len` with the sum of its segments' `data_len`, `nb_segs` with
+    /// their number). Asked only of packets whose `pkt_len` differs from
+    /// their first segment's length (slow path).
+    fn chain_ok(&self) -> bool {
+        true
+    }
     /// Grows or shrinks the packet to `len` bytes (for building replies in
-    /// place); false when the buffer cannot hold it.
+    /// place, and for trimming a frame to its IP length); false when the
+    /// buffer cannot hold it. Shrinking a chain frees the segments past
+    /// `len`; a chain cannot grow.
     fn resize(&mut self, len: usize) -> bool;
     /// Leaves the IPv4 header checksum to the output port's TX offload: the
     /// header is `l3_len` bytes at offset `l2_len`. Only called for ports
@@ -27,14 +51,20 @@ pub trait PacketBuf {
 }
 
 /// A heap packet for tests and fuzzing; capacity-limited like an mbuf,
-/// with an mbuf's headroom in front of the data.
+/// with an mbuf's headroom in front of the data. It may stand for a chain:
+/// `bytes` is then the first segment and `more` the length of the rest,
+/// whose content is not kept (zeros): the pipeline never reads past the
+/// first segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VecPacket {
+    /// The (first) segment's bytes.
     pub bytes: Vec<u8>,
     /// Bytes that `prepend` may still add at the front (an mbuf's
     /// `RTE_PKTMBUF_HEADROOM` when new). A `u16` as an mbuf's `data_off`
     /// (it keeps the struct at 32 bytes: the benches move it per packet).
     pub headroom: u16,
+    /// Bytes in later segments (0: not a chain).
+    pub more: u16,
     /// The `(l2_len, l3_len)` of a TX checksum request, as an mbuf keeps it
     /// for the port; [`VecPacket::transmitted`] plays the device's part.
     pub ipv4_checksum_request: Option<(u8, u8)>,
@@ -50,16 +80,27 @@ impl VecPacket {
         VecPacket {
             bytes: bytes.into(),
             headroom: VEC_PACKET_HEADROOM,
+            more: 0,
             ipv4_checksum_request: None,
+        }
+    }
+
+    /// A chain: `first` as its first segment, then `more` bytes (zeros) in
+    /// later segments.
+    pub fn chained(first: impl Into<Vec<u8>>, more: u16) -> Self {
+        VecPacket {
+            more,
+            ..VecPacket::new(first)
         }
     }
 
     /// The bytes a device with IPv4 checksum offload puts on the wire: the
     /// requested header's checksum computed in full (as DPDK's
     /// `rte_ipv4_cksum`, which the tap PMD uses); the bytes as they are
-    /// without a request.
+    /// without a request. A chain's later segments are zeros.
     pub fn transmitted(&self) -> Vec<u8> {
         let mut b = self.bytes.clone();
+        b.resize(b.len() + usize::from(self.more), 0);
         if let Some((l2, l3)) = self.ipv4_checksum_request {
             let (l2, l3) = (usize::from(l2), usize::from(l3));
             if let Some(h) = b.get_mut(l2..l2 + l3) {
@@ -79,11 +120,28 @@ impl PacketBuf for VecPacket {
     fn data_mut(&mut self) -> &mut [u8] {
         &mut self.bytes
     }
+    #[inline(always)]
+    fn pkt_len(&self) -> usize {
+        self.bytes.len() + usize::from(self.more)
+    }
     fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
         self.ipv4_checksum_request = Some((l2_len, l3_len));
     }
     fn resize(&mut self, len: usize) -> bool {
-        if len > VEC_PACKET_MAX {
+        if self.more != 0 {
+            // A chain: shrinks only, as an mbuf chain does.
+            if len > self.pkt_len() {
+                return false;
+            }
+            if len <= self.bytes.len() {
+                self.bytes.truncate(len);
+                self.more = 0;
+            } else {
+                self.more = (len - self.bytes.len()) as u16;
+            }
+            return true;
+        }
+        if len > VEC_PACKET_MAX.max(self.bytes.len()) {
             return false;
         }
         self.bytes.resize(len, 0);

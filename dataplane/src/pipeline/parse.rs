@@ -1,12 +1,38 @@
 //! `parse` (inserted automatically before the first stage that needs it):
-//! walks Ethernet and VLAN tags, validates the IPv4/IPv6 header (RFC 1812
-//! checks: version, IHL, total length, header checksum), walks IPv6
-//! extension headers and fills the packet's [`Meta`] once.
+//! checks the frame is for us, walks Ethernet and VLAN tags, validates the
+//! IPv4/IPv6 header (RFC 1812 checks: version, IHL, total length, header
+//! checksum), walks IPv6 extension headers, trims the frame to its IP
+//! packet and fills the packet's [`Meta`] once.
 //!
-//! Meta: reads `verdict`; sets `l3`, `l3_off`, `l4_off`, `flags`
+//! The frame rules, each in one place here and taken by the lane's plain
+//! packets and every other packet alike (the lane's check
+//! [`Parse::fast_v4`] accepts only frames the general walk
+//! accepts unchanged):
+//! - **L2 destination**: a unicast frame whose destination MAC is not the
+//!   input port's is dropped as `not_for_us` (ports are promiscuous by
+//!   default; a router forwards only what is addressed to it). Broadcast
+//!   and multicast frames are parsed and flagged `L2_MULTICAST`; `route`
+//!   drops those that carry a unicast IP destination (`l2_multicast`).
+//! - **Frame length vs IP length**: a frame longer than its IP packet
+//!   (Ethernet padding, or anything else after it) is trimmed to the IP
+//!   packet, as Linux does, so no trailing byte is forwarded and the MTU
+//!   check sees the packet's own length; a frame shorter than its IP
+//!   length is `bad_total_len`. ARP frames are trimmed to their 28-byte
+//!   body, padded to the 60-byte minimum.
+//! - **Chains** (a frame larger than one mbuf, as a PMD delivers it):
+//!   headers are read from the first segment only; the IP length is
+//!   checked against the whole packet (`pkt_len`), whose segments must add
+//!   up (`bad_total_len` otherwise), and the frame is trimmed, freeing the
+//!   segments past its end. A packet whose IP packet still ends beyond the
+//!   first segment is dropped as `too_big`: `check` makes every mbuf hold
+//!   the largest MTU plus its Ethernet and VLAN headers, so such a packet
+//!   is larger than any port's MTU. The router never sends a chain.
+//!
+//! Meta: reads `verdict`, `in_port` (through [`Parse::port_mac`], which the
+//! pipeline sets per burst); sets `l3`, `l3_off`, `l4_off`, `flags`
 //! (FRAGMENT, L2_MULTICAST), `key` (proto, vlan, ports, addresses) and
-//! `hash`; sets `verdict = Drop(reason)` for malformed packets and
-//! EtherTypes other than IPv4, IPv6 and ARP.
+//! `hash`; sets `verdict = Drop(reason)` for malformed packets, frames not
+//! for us and EtherTypes other than IPv4, IPv6 and ARP.
 use super::meta::flags;
 use super::route::FastTx;
 use super::StageOps;
@@ -31,6 +57,11 @@ pub struct Parse {
     pub hash: bool,
     /// Verify the IPv4 header checksum in software.
     pub verify_checksum: bool,
+    /// The input port's MAC as [`mac_word`] gives it: a unicast frame to
+    /// any other destination is `not_for_us`. The pipeline sets it for
+    /// each burst from the port the burst came in on
+    /// (`Pipeline::set_port_macs`).
+    pub port_mac: u64,
 }
 
 impl Default for Parse {
@@ -39,8 +70,27 @@ impl Default for Parse {
             l4: true,
             hash: true,
             verify_checksum: true,
+            port_mac: 0,
         }
     }
+}
+
+/// The low 48 bits of a little-endian `u64`: a MAC address as the first
+/// eight bytes of a frame load, masked ([`mac_word`]).
+const MAC_MASK: u64 = 0xffff_ffff_ffff;
+
+/// A MAC address as the L2 destination check compares it: its six bytes,
+/// in wire order from the low byte of a `u64` (so a frame's destination is
+/// one masked 8-byte load).
+pub const fn mac_word(mac: [u8; 6]) -> u64 {
+    u64::from_le_bytes([mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], 0, 0])
+}
+
+/// A frame's destination MAC as a [`mac_word`]; the frame has at least 8 bytes.
+#[inline(always)]
+fn dst_word(data: &[u8]) -> u64 {
+    let w: [u8; 8] = data[..8].try_into().expect("8 bytes");
+    u64::from_le_bytes(w) & MAC_MASK
 }
 
 impl Parse {
@@ -67,8 +117,13 @@ impl StageOps for Parse {
         _ctx: &super::StageCtx,
         _tx: &mut F,
     ) {
-        lane.parse = *self;
-        Parse::process(self, pkts, meta);
+        // The input port's MAC comes with the burst (`Pipeline::run_with`).
+        let p = Parse {
+            port_mac: lane.parse.port_mac,
+            ..*self
+        };
+        lane.parse = p;
+        p.process(pkts, meta);
     }
 
     fn rebind(&mut self, set: &TableSet, _worker: usize) {
@@ -98,27 +153,54 @@ impl Parse {
             if m.verdict != Verdict::Continue {
                 continue;
             }
-            let Some(pkt) = pkts.get(i) else { continue };
-            if let Err(reason) = self.parse_one(pkt.data(), m) {
+            let Some(pkt) = pkts.get_mut(i) else { continue };
+            if let Err(reason) = self.parse_packet(pkt, m) {
                 m.verdict = Verdict::Drop(reason);
             }
         }
     }
 
-    /// Parses one frame into `m`.
+    /// Parses packet `pkt` into `m` and trims it to its IP packet (see the
+    /// module doc: the frame-length and chain rules).
     #[inline(always)]
+    pub fn parse_packet<P: PacketBuf>(&self, pkt: &mut P, m: &mut Meta) -> Result<(), DropReason> {
+        let len = pkt.pkt_len();
+        if len != pkt.data().len() && !pkt.chain_ok() {
+            return Err(DropReason::BadTotalLen);
+        }
+        let end = self.parse_frame(pkt.data(), len, m)?;
+        if end < len && !pkt.resize(end) {
+            // Shrinking does not fail (a chain's check passed above).
+            return Err(DropReason::BadTotalLen);
+        }
+        Ok(())
+    }
+
+    /// Parses a contiguous frame into `m` as it stands (nothing trimmed:
+    /// trailing bytes are the caller's to keep or cut). For frames whose
+    /// buffer is not the pipeline's: the fuzz harness's own checks.
     pub fn parse_one(&self, data: &[u8], m: &mut Meta) -> Result<(), DropReason> {
+        self.parse_frame(data, data.len(), m).map(|_| ())
+    }
+
+    /// Parses a frame whose first segment is `data` and whose whole length
+    /// is `len` (≥ `data.len()`; more when chained) into `m`; returns the
+    /// length the frame must be trimmed to: the end of its IP packet (ARP:
+    /// of its body, padded to 60 bytes), never beyond the first segment.
+    #[inline(always)]
+    pub fn parse_frame(&self, data: &[u8], len: usize, m: &mut Meta) -> Result<usize, DropReason> {
+        debug_assert!(len >= data.len());
         // The common case first: untagged IPv4 without options that the
         // lane's check accepts, its `Meta` filled from what that check read
         // (one IPv4 header reader on the hot path). Anything else, and any
         // such frame the check refuses, takes the general walk, which gives
         // the same verdicts (proptest `fast_path_matches_general_walk`).
-        match Self::fast_v4_keyed_as(data, self.verify_checksum, self.l4) {
+        match Self::fast_v4_keyed_as(data, len, self.port_mac, self.verify_checksum, self.l4) {
             Some((_, key)) => {
                 self.fill_plain_v4(data, key, m);
-                Ok(())
+                Ok(len)
             }
-            None => self.parse_general(data, m),
+            None => self.parse_general(data, len, m),
         }
     }
 
@@ -144,32 +226,40 @@ impl Parse {
         }
     }
 
-    /// The fast lane's check (see [`super::Lane::sweep`]):
-    /// for an untagged IPv4 frame without options that [`Parse::parse_one`]
-    /// accepts, its header fields the route needs; `None` for anything else
-    /// (which then takes the full parse). `parse_one` reads such frames
-    /// through this very check, and the general walk agrees with it
-    /// (proptests `fast_path_matches_general_walk`, `fast_v4_agrees_with_parse`).
+    /// The fast lane's check (see [`super::Lane::sweep`]): for a frame
+    /// `data` of `len` bytes in one segment, addressed to the input port's
+    /// MAC, holding exactly an untagged IPv4 packet without options that
+    /// [`Parse::parse_frame`] accepts, its header fields the route needs;
+    /// `None` for anything else (which then takes the full parse).
+    /// `parse_frame` reads such frames through this very check, and the
+    /// general walk agrees with it (proptests
+    /// `fast_path_matches_general_walk`, `fast_v4_agrees_with_parse`).
     #[inline(always)]
-    pub fn fast_v4(&self, data: &[u8]) -> Option<FastV4> {
-        Self::fast_v4_as(data, self.verify_checksum, self.l4)
+    pub fn fast_v4(&self, data: &[u8], len: usize) -> Option<FastV4> {
+        Self::fast_v4_as(data, len, self.port_mac, self.verify_checksum, self.l4)
     }
 
-    /// [`Parse::fast_v4`] with the two settings it reads given as arguments:
-    /// a caller that passes constants (the fused pass, specialised per
-    /// setting) leaves no per-packet test of them.
+    /// [`Parse::fast_v4`] with the settings it reads given as arguments: a
+    /// caller that passes constants (the sweep, specialised per setting)
+    /// leaves no per-packet test of them.
     #[inline(always)]
-    pub fn fast_v4_as(data: &[u8], verify_checksum: bool, l4: bool) -> Option<FastV4> {
+    pub fn fast_v4_as(
+        data: &[u8],
+        len: usize,
+        port_mac: u64,
+        verify_checksum: bool,
+        l4: bool,
+    ) -> Option<FastV4> {
         // The key's loads are dead here and compiled away once inlined.
-        Self::fast_v4_keyed_as(data, verify_checksum, l4).map(|(h, _)| h)
+        Self::fast_v4_keyed_as(data, len, port_mac, verify_checksum, l4).map(|(h, _)| h)
     }
 
     /// [`Parse::fast_v4`] plus the frame's ACL key, read straight from the
-    /// header: the same key [`Parse::parse_one`] writes into `Meta::key`
+    /// header: the same key [`Parse::parse_frame`] writes into `Meta::key`
     /// (proptest `fast_v4_agrees_with_parse`).
     #[inline(always)]
-    pub fn fast_v4_keyed(&self, data: &[u8]) -> Option<(FastV4, FlowKeyV4)> {
-        Self::fast_v4_keyed_as(data, self.verify_checksum, self.l4)
+    pub fn fast_v4_keyed(&self, data: &[u8], len: usize) -> Option<(FastV4, FlowKeyV4)> {
+        Self::fast_v4_keyed_as(data, len, self.port_mac, self.verify_checksum, self.l4)
     }
 
     /// [`Parse::fast_v4_keyed`] with its settings as arguments (see
@@ -177,25 +267,36 @@ impl Parse {
     #[inline(always)]
     pub(crate) fn fast_v4_keyed_as(
         data: &[u8],
+        len: usize,
+        port_mac: u64,
         verify_checksum: bool,
         l4: bool,
     ) -> Option<(FastV4, FlowKeyV4)> {
         let hdr: &[u8; 34] = data.get(..34)?.try_into().ok()?;
+        // The L2 rule: to our port's (unicast) MAC, one masked load; a
+        // broadcast, multicast or foreign destination takes the general walk.
+        if dst_word(hdr) != port_mac {
+            return None;
+        }
         if hdr[12] != 0x08 || hdr[13] != 0x00 || hdr[14] != 0x45 {
             return None;
         }
+        // The frame is exactly the IP packet, in one segment (a padded or
+        // chained frame is trimmed by the general walk). As `data` holds
+        // at least 34 bytes, this also makes `total` at least 20.
         let total = u16::from_be_bytes([hdr[16], hdr[17]]);
-        if total < 20 || usize::from(total) > data.len() - 14 {
+        if usize::from(total) + 14 != data.len() || len != data.len() {
             return None;
         }
         let ip: &[u8; 20] = hdr[14..34].try_into().ok()?;
         if verify_checksum && !checksum20_ok(ip) {
             return None;
         }
-        // The one other refusal: L4 ports wanted but cut short.
+        // The one other refusal: L4 ports wanted but cut short (with the
+        // frame exactly the packet, `total` says where it ends).
         let first_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
         let ports = l4 && first_fragment && has_ports(ip[9]);
-        if ports && (data.len() < 38 || total < 24) {
+        if ports && total < 24 {
             return None;
         }
         let h = FastV4 {
@@ -223,26 +324,45 @@ impl Parse {
         Some((h, key))
     }
 
-    /// Any frame: VLAN tags, IPv4 options, IPv6 extension headers, ARP.
-    fn parse_general(&self, data: &[u8], m: &mut Meta) -> Result<(), DropReason> {
+    /// Any frame: VLAN tags, IPv4 options, IPv6 extension headers, ARP,
+    /// padding, chains; `len` is the whole frame's length (`data` its first
+    /// segment). Returns the length to trim the frame to.
+    fn parse_general(&self, data: &[u8], len: usize, m: &mut Meta) -> Result<usize, DropReason> {
         m.flags = 0;
         m.l3 = L3::Unparsed;
-        let l2 = wire::l3_offset(data).map_err(drop_reason)?;
+        if data.len() < wire::ethernet::HEADER_LEN {
+            return Err(DropReason::Truncated);
+        }
+        // The L2 rule first: what is not for us is not looked at.
         if data[0] & 1 != 0 {
             m.flags |= flags::L2_MULTICAST;
+        } else if dst_word(data) != self.port_mac {
+            return Err(DropReason::NotForUs);
         }
+        let l2 = wire::l3_offset(data).map_err(drop_reason)?;
+        let chained = len != data.len();
         m.key.vlan_be = l2.vids[0].unwrap_or(0).to_be();
         m.l3_off = l2.l3_offset as u16;
         m.l4_off = 0;
         m.key.sport_be = 0;
         m.key.dport_be = 0;
         let l3 = &data[l2.l3_offset..];
+        // Beyond the first segment: what the whole frame holds after L2.
+        let avail = len - l2.l3_offset;
+        let end;
         let (proto, l4) = match l2.ethertype {
             EtherType::Ipv4 => {
-                let ip = Ipv4Packet::new_checked(l3).map_err(drop_reason)?;
+                let ip = match Ipv4Packet::new_checked(l3) {
+                    Ok(ip) => ip,
+                    Err(wire::Error::BadTotalLen) if chained => {
+                        return Err(self.v4_past_segment(l3, avail));
+                    }
+                    Err(e) => return Err(drop_reason(e)),
+                };
                 if self.verify_checksum && !ip.verify_checksum() {
                     return Err(DropReason::BadChecksum);
                 }
+                end = l2.l3_offset + usize::from(ip.total_len());
                 m.l3 = L3::Ipv4;
                 let proto = u8::from(ip.protocol());
                 m.key.proto = proto;
@@ -259,7 +379,22 @@ impl Parse {
                 }
             }
             EtherType::Ipv6 => {
-                let ip = Ipv6Packet::new_checked(l3).map_err(drop_reason)?;
+                let ip = match Ipv6Packet::new_checked(l3) {
+                    Ok(ip) => ip,
+                    Err(wire::Error::BadTotalLen) if chained => {
+                        // The header is in the first segment, the payload
+                        // runs past it.
+                        let ip = Ipv6Packet::new_unchecked(l3);
+                        let total = wire::ipv6::HEADER_LEN + usize::from(ip.payload_len());
+                        return Err(if total > avail {
+                            DropReason::BadTotalLen
+                        } else {
+                            DropReason::TooBig
+                        });
+                    }
+                    Err(e) => return Err(drop_reason(e)),
+                };
+                end = l2.l3_offset + wire::ipv6::HEADER_LEN + usize::from(ip.payload_len());
                 m.l3 = L3::Ipv6;
                 m.key.src.copy_from_slice(&l3[8..24]);
                 m.key.dst.copy_from_slice(&l3[24..40]);
@@ -278,7 +413,11 @@ impl Parse {
             }
             EtherType::Arp => {
                 m.l3 = L3::Arp;
-                return Ok(());
+                // The body (28 bytes for IPv4 over Ethernet, checked where
+                // it is answered) padded to the minimum frame; a shorter
+                // first segment is kept whole (and found truncated there).
+                let body = (l2.l3_offset + wire::arp::HEADER_LEN).max(60);
+                return Ok(body.min(data.len()));
             }
             _ => return Err(DropReason::Unsupported),
         };
@@ -295,7 +434,24 @@ impl Parse {
         if self.hash {
             m.hash = flow_hash(&m.key);
         }
-        Ok(())
+        Ok(end)
+    }
+
+    /// A chained IPv4 frame whose packet runs past the first segment: its
+    /// header (which `new_checked` found there, whole) is checked as any
+    /// other, then the packet is `bad_total_len` when longer than the whole
+    /// frame and `too_big` otherwise (see the module doc).
+    #[cold]
+    fn v4_past_segment(&self, l3: &[u8], avail: usize) -> DropReason {
+        let ip = Ipv4Packet::new_unchecked(l3);
+        let total = usize::from(ip.total_len());
+        if total < ip.header_len() || total > avail {
+            return DropReason::BadTotalLen;
+        }
+        if self.verify_checksum && !ip.verify_checksum() {
+            return DropReason::BadChecksum;
+        }
+        DropReason::TooBig
     }
 }
 
@@ -349,7 +505,7 @@ pub use crate::flow::flow_hash;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::new_meta_burst;
+    use crate::pipeline::{new_meta_burst, VecPacket};
     use etherparse::PacketBuilder;
 
     fn udp4(ttl: u8) -> Vec<u8> {
@@ -361,9 +517,26 @@ mod tests {
         v
     }
 
+    /// The MAC of the port the test frames come in on (their destination).
+    const US: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+    fn ours() -> Parse {
+        Parse {
+            port_mac: mac_word(US),
+            ..Parse::default()
+        }
+    }
+
     fn parse(data: &[u8]) -> (Result<(), DropReason>, Meta) {
         let mut m = new_meta_burst()[0];
-        let r = Parse::default().parse_one(data, &mut m);
+        let r = ours().parse_one(data, &mut m);
+        (r, m)
+    }
+
+    /// `pkt` through [`Parse::parse_packet`] (which trims it).
+    fn parse_pkt(pkt: &mut impl PacketBuf) -> (Result<(), DropReason>, Meta) {
+        let mut m = new_meta_burst()[0];
+        let r = ours().parse_packet(pkt, &mut m);
         (r, m)
     }
 
@@ -446,6 +619,207 @@ mod tests {
         r.unwrap();
         assert_eq!(m.l3, L3::Arp);
         assert_ne!(m.flags & flags::L2_MULTICAST, 0);
+    }
+
+    /// A UDP over IPv4 frame to `dst`, written out field by field: 20 + 8
+    /// + 4 bytes of IP, no padding (46 bytes).
+    #[rustfmt::skip]
+    fn frame_to(dst: [u8; 6]) -> Vec<u8> {
+        let mut f = dst.to_vec();                                   // destination MAC
+        f.extend([0x02, 0x00, 0x00, 0x00, 0x00, 0x01]);             // source MAC
+        f.extend([0x08, 0x00]);                                     // EtherType IPv4
+        f.extend([
+            0x45, 0x00, 0x00, 0x20,                                 // v4, IHL 5, total 32
+            0x00, 0x01, 0x00, 0x00,                                 // id 1, no fragment
+            0x40, 0x11, 0x00, 0x00,                                 // TTL 64, UDP, checksum
+            10, 0, 0, 1,                                            // source 10.0.0.1
+            198, 18, 0, 5,                                          // destination 198.18.0.5
+            0x04, 0xd2, 0x00, 0x35,                                 // ports 1234 -> 53
+            0x00, 0x0c, 0x00, 0x00,                                 // UDP length 12, no checksum
+            1, 2, 3, 4,                                             // payload
+        ]);
+        let c = crate::wire::checksum::internet_checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        f
+    }
+
+    /// The L2 rule: a unicast frame to another MAC than the port's is
+    /// `not_for_us` (never plain); broadcast and multicast frames parse,
+    /// flagged, off the lane; the port's own MAC is plain.
+    #[test]
+    fn l2_destination() {
+        let p = ours();
+        let ok = frame_to(US);
+        assert!(p.fast_v4(&ok, ok.len()).is_some());
+        assert_eq!(parse(&ok).0, Ok(()));
+        assert_eq!(parse(&ok).1.flags & flags::L2_MULTICAST, 0);
+        for foreign in [[2, 0, 0, 0, 0, 3], [0, 0, 0, 0, 0, 0], [2, 0, 0, 0, 1, 2]] {
+            let f = frame_to(foreign);
+            assert!(p.fast_v4(&f, f.len()).is_none(), "{foreign:02x?}");
+            assert_eq!(parse(&f).0, Err(DropReason::NotForUs), "{foreign:02x?}");
+        }
+        for group in [
+            [0xff; 6],
+            [0x01, 0x00, 0x5e, 0, 0, 5],
+            [0x33, 0x33, 0, 0, 0, 1],
+        ] {
+            let f = frame_to(group);
+            assert!(p.fast_v4(&f, f.len()).is_none(), "{group:02x?}");
+            let (r, m) = parse(&f);
+            assert_eq!(r, Ok(()), "{group:02x?}");
+            assert_ne!(m.flags & flags::L2_MULTICAST, 0);
+        }
+        // The check is on the destination's six bytes only: the source's
+        // first two (in the same 8-byte load) do not matter.
+        let mut f = ok.clone();
+        f[6] = 0xff;
+        f[7] = 0xee;
+        assert!(p.fast_v4(&f, f.len()).is_some());
+        // Shorter than an Ethernet header: truncated, whatever the MAC.
+        assert_eq!(
+            parse(&frame_to([2, 0, 0, 0, 0, 3])[..13]).0,
+            Err(DropReason::Truncated)
+        );
+    }
+
+    /// Frame length against IP length: padding is trimmed by the parse
+    /// (then the frame is plain), a frame shorter than its IP packet is
+    /// `bad_total_len`, and only an exact frame is plain.
+    #[test]
+    fn frames_are_trimmed_to_their_ip_packet() {
+        let p = ours();
+        let exact = frame_to(US);
+        for pad in [1usize, 14, 1554, 9000] {
+            let mut f = exact.clone();
+            f.resize(f.len() + pad, 0xee);
+            assert!(
+                p.fast_v4(&f, f.len()).is_none(),
+                "pad {pad}: not plain as it is"
+            );
+            let mut pkt = VecPacket::new(f);
+            let (r, m) = parse_pkt(&mut pkt);
+            assert_eq!(r, Ok(()), "pad {pad}");
+            assert_eq!(pkt.bytes, exact, "pad {pad}: trimmed to the IP packet");
+            assert_eq!((m.l3, m.l4_off), (L3::Ipv4, 34));
+            assert!(p.fast_v4(&pkt.bytes, pkt.pkt_len()).is_some());
+        }
+        // One byte short of the IP length.
+        let mut pkt = VecPacket::new(exact[..exact.len() - 1].to_vec());
+        assert_eq!(parse_pkt(&mut pkt).0, Err(DropReason::BadTotalLen));
+        assert_eq!(
+            pkt.bytes.len(),
+            exact.len() - 1,
+            "nothing trimmed on a drop"
+        );
+        // IPv6 and VLAN-tagged frames are trimmed too.
+        let mut v6 = Vec::new();
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], US)
+            .single_vlan(7.try_into().unwrap())
+            .ipv6(
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                [0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                9,
+            )
+            .udp(1, 2)
+            .write(&mut v6, &[5; 3])
+            .unwrap();
+        let want = v6.clone();
+        v6.resize(v6.len() + 100, 0);
+        let mut pkt = VecPacket::new(v6);
+        assert_eq!(parse_pkt(&mut pkt).0, Ok(()));
+        assert_eq!(pkt.bytes, want);
+        // ARP: the 28-byte body, padded to 60.
+        let mut arp = vec![0xffu8; 6];
+        arp.extend([2, 0, 0, 0, 0, 1, 0x08, 0x06]);
+        arp.extend([0u8; 28]);
+        arp.resize(1000, 0xee);
+        let mut pkt = VecPacket::new(arp);
+        assert_eq!(parse_pkt(&mut pkt).0, Ok(()));
+        assert_eq!(pkt.bytes.len(), 60);
+    }
+
+    /// A chain (a frame over one buffer): headers from the first segment,
+    /// lengths against the whole packet; trimmed when its IP packet ends in
+    /// the first segment, `too_big` when it runs past it, `bad_total_len`
+    /// when it runs past the whole frame; never plain.
+    #[test]
+    fn chains() {
+        let p = ours();
+        let exact = frame_to(US);
+        // Padding in later segments: freed by the trim.
+        let mut pkt = VecPacket::chained(exact.clone(), 8000);
+        assert!(p.fast_v4(&pkt.bytes, pkt.pkt_len()).is_none());
+        assert_eq!(parse_pkt(&mut pkt).0, Ok(()));
+        assert_eq!((pkt.bytes.len(), pkt.more), (exact.len(), 0));
+        // A 9000-byte IPv4 packet of which the first segment holds 2048.
+        let mut big = exact.clone();
+        big[16..18].copy_from_slice(&8986u16.to_be_bytes());
+        big[24..26].fill(0);
+        let c = crate::wire::checksum::internet_checksum(&big[14..34]);
+        big[24..26].copy_from_slice(&c.to_be_bytes());
+        big.resize(2048, 0);
+        let mut pkt = VecPacket::chained(big.clone(), 9000 - 2048);
+        assert_eq!(parse_pkt(&mut pkt).0, Err(DropReason::TooBig));
+        // ... whose chain is a byte short: bad_total_len.
+        let mut pkt = VecPacket::chained(big.clone(), 9000 - 2048 - 1);
+        assert_eq!(parse_pkt(&mut pkt).0, Err(DropReason::BadTotalLen));
+        // ... with a bad header checksum: that first.
+        let mut bad = big.clone();
+        bad[24] ^= 1;
+        let mut pkt = VecPacket::chained(bad, 9000 - 2048);
+        assert_eq!(parse_pkt(&mut pkt).0, Err(DropReason::BadChecksum));
+        // ... and an IPv6 one.
+        let mut v6 = vec![0u8; 2048];
+        v6[..6].copy_from_slice(&US);
+        v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+        v6[14] = 0x60;
+        v6[18..20].copy_from_slice(&(9000u16 - 54).to_be_bytes());
+        v6[20] = 17;
+        let mut pkt = VecPacket::chained(v6.clone(), 9000 - 2048);
+        assert_eq!(parse_pkt(&mut pkt).0, Err(DropReason::TooBig));
+        let mut pkt = VecPacket::chained(v6, 100);
+        assert_eq!(parse_pkt(&mut pkt).0, Err(DropReason::BadTotalLen));
+        // Headers cut by the end of the first segment: truncated.
+        let mut pkt = VecPacket::chained(exact[..30].to_vec(), 100);
+        assert_eq!(parse_pkt(&mut pkt).0, Err(DropReason::Truncated));
+    }
+
+    /// A packet whose length disagrees with its segments is
+    /// `bad_total_len`, whatever its headers say.
+    #[test]
+    fn a_broken_chain_is_dropped() {
+        struct Broken(VecPacket);
+        impl PacketBuf for Broken {
+            fn data(&self) -> &[u8] {
+                self.0.data()
+            }
+            fn data_mut(&mut self) -> &mut [u8] {
+                self.0.data_mut()
+            }
+            fn pkt_len(&self) -> usize {
+                self.0.pkt_len()
+            }
+            fn chain_ok(&self) -> bool {
+                false
+            }
+            fn resize(&mut self, len: usize) -> bool {
+                self.0.resize(len)
+            }
+            fn request_ipv4_checksum(&mut self, l2: u8, l3: u8) {
+                self.0.request_ipv4_checksum(l2, l3)
+            }
+            fn prepend(&mut self, len: usize) -> bool {
+                self.0.prepend(len)
+            }
+            fn adj(&mut self, len: usize) -> bool {
+                self.0.adj(len)
+            }
+        }
+        let mut pkt = Broken(VecPacket::chained(frame_to(US), 100));
+        assert_eq!(parse_pkt(&mut pkt).0, Err(DropReason::BadTotalLen));
+        // A single segment is not asked.
+        let mut pkt = Broken(VecPacket::new(frame_to(US)));
+        assert_eq!(parse_pkt(&mut pkt).0, Ok(()));
     }
 
     #[test]
@@ -564,11 +938,15 @@ mod tests {
         #[test]
         fn fast_path_matches_general_walk(
             ttl in 1u8..=255,
-            flip in proptest::option::of((14usize..38, proptest::prelude::any::<u8>())),
+            flip in proptest::option::of((0usize..38, proptest::prelude::any::<u8>())),
             cut in proptest::option::of(0usize..50),
+            pad in proptest::option::of(1usize..8),
             proto_tcp in proptest::prelude::any::<bool>(),
         ) {
             let mut v = tcp_or_udp4(ttl, proto_tcp);
+            if let Some(n) = pad {
+                v.resize(v.len() + n, 0);
+            }
             if let Some((at, x)) = flip {
                 if at < v.len() {
                     v[at] ^= x;
@@ -577,11 +955,11 @@ mod tests {
             if let Some(c) = cut {
                 v.truncate(c.min(v.len()));
             }
-            let p = Parse::default();
+            let p = ours();
             let mut a = new_meta_burst()[0];
             let mut g = new_meta_burst()[0];
-            let ra = p.parse_one(&v, &mut a);
-            let rg = p.parse_general(&v, &mut g);
+            let ra = p.parse_frame(&v, v.len(), &mut a);
+            let rg = p.parse_general(&v, v.len(), &mut g);
             proptest::prop_assert_eq!(ra, rg);
             if ra.is_ok() {
                 proptest::prop_assert_eq!(a.key, g.key);
@@ -596,13 +974,18 @@ mod tests {
         #[test]
         fn fast_v4_agrees_with_parse(
             ttl in 1u8..=255,
-            flips in proptest::collection::vec((12usize..40, proptest::prelude::any::<u8>()), 0..3),
+            flips in proptest::collection::vec((0usize..40, proptest::prelude::any::<u8>()), 0..3),
             cut in proptest::option::of(0usize..50),
+            pad in proptest::option::of(1usize..8),
+            chained in proptest::option::of(1u16..2000),
             proto_tcp in proptest::prelude::any::<bool>(),
             l4 in proptest::prelude::any::<bool>(),
             verify_checksum in proptest::prelude::any::<bool>(),
         ) {
             let mut v = tcp_or_udp4(ttl, proto_tcp);
+            if let Some(n) = pad {
+                v.resize(v.len() + n, 0);
+            }
             for (at, x) in flips {
                 if at < v.len() {
                     v[at] ^= x;
@@ -611,17 +994,25 @@ mod tests {
             if let Some(c) = cut {
                 v.truncate(c.min(v.len()));
             }
-            let p = Parse { l4, hash: l4, verify_checksum };
+            let p = Parse { l4, hash: l4, verify_checksum, port_mac: mac_word(US) };
+            let len = v.len() + usize::from(chained.unwrap_or(0));
             let mut m = new_meta_burst()[0];
-            let full = p.parse_one(&v, &mut m);
-            let plain = full.is_ok() && m.l3 == L3::Ipv4 && m.l3_off == 14 && v[14] == 0x45;
-            let fast = p.fast_v4(&v);
+            let full = p.parse_frame(&v, len, &mut m);
+            // Plain: accepted as untagged IPv4 without options, in one
+            // segment, to our (unicast) MAC, with nothing to trim.
+            let plain = full == Ok(len)
+                && len == v.len()
+                && m.flags & flags::L2_MULTICAST == 0
+                && m.l3 == L3::Ipv4
+                && m.l3_off == 14
+                && v[14] == 0x45;
+            let fast = p.fast_v4(&v, len);
             proptest::prop_assert_eq!(fast.is_some(), plain, "full parse {:?}", full);
             if let Some(f) = fast {
                 proptest::prop_assert_eq!(f.src, m.key.src_v4());
                 proptest::prop_assert_eq!(f.dst, m.key.dst_v4());
             }
-            let keyed = p.fast_v4_keyed(&v);
+            let keyed = p.fast_v4_keyed(&v, len);
             proptest::prop_assert_eq!(keyed.map(|k| k.0), fast);
             if let Some((_, k)) = keyed {
                 proptest::prop_assert_eq!(k, FlowKeyV4::of(&m.key));

@@ -13,9 +13,13 @@
 //!
 //! Every route ends in a next hop: `Gateway` (send to a router's MAC),
 //! `Connected` (the destination itself is the neighbour: look it up in the
-//! cache) or `Local` (one of our addresses: answer it). Our own addresses
-//! are /32 and /128 routes to `Local` next hops, so the data path finds them
-//! with the same bulk lookup as everything else.
+//! cache), `Local` (one of our addresses: answer it) or `Broadcast` (a
+//! connected subnet's broadcast address: dropped). Our own addresses are
+//! /32 and /128 routes to `Local` next hops and each connected IPv4
+//! subnet's broadcast address (prefixes up to /30; /31 and /32 have none,
+//! RFC 3021) a /32 to a `Broadcast` one, so the data path finds them with
+//! the same bulk lookup as everything else and the plain lane pays nothing
+//! for them (they are not gateways, so they leave its fast path).
 use super::neighbor::{self, NeighborKey, NeighborState, NeighborTable};
 use super::route::{Route4, Route6, RouteConfig, RouteTable};
 use super::Prefix;
@@ -54,6 +58,13 @@ impl PortAddrs {
     pub fn has_v6(&self, a: Ipv6Addr) -> bool {
         self.v6.iter().any(|(x, _)| *x == a)
     }
+    /// Whether `a` is the broadcast address of one of the port's IPv4
+    /// subnets (prefixes up to /30).
+    pub fn is_broadcast_v4(&self, a: Ipv4Addr) -> bool {
+        self.v4
+            .iter()
+            .any(|&(x, l)| subnet_broadcast(x, l) == Some(a))
+    }
     /// Whether `a` is inside one of the port's IPv4 subnets.
     pub fn on_link_v4(&self, a: Ipv4Addr) -> bool {
         self.v4.iter().any(|(x, l)| {
@@ -76,6 +87,12 @@ impl PortAddrs {
     }
 }
 
+/// The broadcast address of `addr/len`'s subnet: none for /31 and /32
+/// (point-to-point links, RFC 3021).
+pub fn subnet_broadcast(addr: Ipv4Addr, len: u8) -> Option<Ipv4Addr> {
+    (len <= 30).then(|| Ipv4Addr::from(u32::from(addr) | (u32::MAX >> len)))
+}
+
 /// Where a route sends packets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RouteTarget {
@@ -96,6 +113,9 @@ pub enum NhKind {
     Gateway(IpAddr),
     Connected,
     Local,
+    /// A connected subnet's broadcast address: never forwarded, answered
+    /// or resolved (`broadcast`).
+    Broadcast,
 }
 
 /// Whether the fused route pass's fast path may forward through a next hop,
@@ -229,6 +249,7 @@ impl Builder {
             NhKind::Gateway(ip) => (port, Some(ip), 0),
             NhKind::Connected => (port, None, 1),
             NhKind::Local => (port, None, 2),
+            NhKind::Broadcast => (port, None, 3),
         };
         if let Some(&id) = self.nh_index.get(&key) {
             return Ok(id);
@@ -349,7 +370,16 @@ impl Routing {
                 IpAddr::V6(a) => v6.add(v6_bytes(a), r.prefix.prefix_len(), val)?,
             }
         }
-        // Own addresses last so that no configured route can shadow them.
+        // Subnet broadcasts, then own addresses, last so that no configured
+        // route can shadow them (an own address wins over a broadcast one).
+        for (pi, p) in ports.iter().enumerate() {
+            for &(a, len) in &p.v4 {
+                if let Some(bc) = subnet_broadcast(a, len) {
+                    let nh = b.nexthop(pi as u16, NhKind::Broadcast)?;
+                    v4.add(u32::from(bc), 32, nh)?;
+                }
+            }
+        }
         for (pi, p) in ports.iter().enumerate() {
             let pi = pi as u16;
             for &(a, _) in &p.v4 {
@@ -445,6 +475,11 @@ impl Routing {
         }
     }
 
+    /// Whether `a` is the broadcast address of any port's IPv4 subnet.
+    pub fn is_broadcast_v4(&self, a: Ipv4Addr) -> bool {
+        self.ports.iter().any(|p| p.is_broadcast_v4(a))
+    }
+
     /// Records `ip → mac` on `port` if `ip` is on one of the port's subnets
     /// (never from off-link senders); updates gateway next hops using it.
     pub fn learn(&self, port: u16, ip: IpAddr, mac: [u8; 6]) -> bool {
@@ -452,7 +487,8 @@ impl Routing {
             return false;
         };
         let on_link = match ip {
-            IpAddr::V4(a) => p.on_link_v4(a),
+            // A subnet's broadcast address is no neighbour.
+            IpAddr::V4(a) => p.on_link_v4(a) && !p.is_broadcast_v4(a),
             IpAddr::V6(a) => p.on_link_v6(a) || a.segments()[0] & 0xffc0 == 0xfe80,
         };
         if !on_link {
@@ -609,6 +645,45 @@ mod tests {
         assert_eq!(st.groups, 1);
         assert!(st.memory_bytes > 0);
         crate::tables::testing::assert_no_eal();
+    }
+
+    /// Each connected IPv4 subnet's broadcast address is a /32 to a
+    /// `Broadcast` next hop (none for /31 and /32), found from any port,
+    /// never learned as a neighbour; an own address on it wins.
+    #[test]
+    fn subnet_broadcasts() {
+        let _e = crate::tables::testing::test_lock();
+        let mut ports = ports();
+        ports[1].v4.push(("192.0.2.0".parse().unwrap(), 31));
+        ports[1].v4.push(("192.0.2.9".parse().unwrap(), 32));
+        let r = Routing::build(ports, &[], &[], small(), small(), neighbors(64)).unwrap();
+        let kind = |a: &str| {
+            r.v4.lookup(u32::from(a.parse::<Ipv4Addr>().unwrap()))
+                .map(|v| r.nexthop(v).kind)
+        };
+        assert_eq!(kind("10.0.1.255"), Some(NhKind::Broadcast));
+        assert_eq!(kind("10.0.2.255"), Some(NhKind::Broadcast));
+        assert_eq!(kind("10.0.1.254"), Some(NhKind::Connected));
+        assert_eq!(
+            kind("192.0.2.1"),
+            Some(NhKind::Connected),
+            "/31: no broadcast"
+        );
+        assert_eq!(kind("192.0.2.9"), Some(NhKind::Local));
+        assert!(r.is_broadcast_v4("10.0.2.255".parse().unwrap()));
+        assert!(!r.is_broadcast_v4("10.0.2.254".parse().unwrap()));
+        assert_eq!(
+            subnet_broadcast("10.0.0.1".parse().unwrap(), 30),
+            Some("10.0.0.3".parse().unwrap())
+        );
+        assert_eq!(
+            subnet_broadcast("10.0.0.1".parse().unwrap(), 0),
+            Some(Ipv4Addr::BROADCAST)
+        );
+        assert_eq!(subnet_broadcast("10.0.0.1".parse().unwrap(), 31), None);
+        // Not a neighbour, whatever ARP says.
+        assert!(!r.learn(0, "10.0.1.255".parse().unwrap(), [2, 0, 0, 0, 7, 7]));
+        assert!(r.learn(0, "10.0.1.254".parse().unwrap(), [2, 0, 0, 0, 7, 7]));
     }
 
     /// On the daemon's backends (rte_fib, rte_hash) and on the Rust ones.

@@ -119,7 +119,11 @@ pub fn pairs() -> &'static Mutex<Vec<Pair>> {
             .iter()
             .map(|v| {
                 let (cfg, res) = Config::parse(&v.toml, "lane.toml").expect("config");
-                let macs: Vec<[u8; 6]> = cfg.ports.iter().map(|p| p.mac.unwrap().0).collect();
+                let macs: Vec<[u8; 6]> = cfg
+                    .ports
+                    .iter()
+                    .map(|p| p.mac.as_ref().unwrap().get_ref().0)
+                    .collect();
                 let peers: Vec<[u8; 6]> = (0..cfg.ports.len()).map(default_peer_mac).collect();
                 let side = |lane: bool, offload: bool| {
                     let offload = vec![offload; cfg.ports.len()];
@@ -176,10 +180,10 @@ pub struct Run {
 
 /// Runs a burst through `side`: `run` then `dispatch`, or (`direct`) the
 /// worker's `run_and_dispatch`.
-fn run_side(side: &mut Side, frames: &[Vec<u8>], in_port: u16, now: u64, direct: bool) -> Run {
+fn run_side(side: &mut Side, frames: &[VecPacket], in_port: u16, now: u64, direct: bool) -> Run {
     let mut burst = Burst::<VecPacket>::new();
     for f in frames {
-        assert!(burst.push(VecPacket::new(f.clone())).is_ok());
+        assert!(burst.push(f.clone()).is_ok());
     }
     let n = burst.len();
     let acl_before = acl_counts(side);
@@ -274,13 +278,19 @@ fn acl_counts(side: &Side) -> Vec<u64> {
 /// agree; returns each variant's lane result, with `checksum_requests`
 /// from its offload router.
 pub fn both(frames: &[Vec<u8>], in_port: u16, now: u64) -> Vec<Run> {
+    let pkts: Vec<VecPacket> = frames.iter().map(|f| VecPacket::new(f.clone())).collect();
+    both_pkts(&pkts, in_port, now)
+}
+
+/// [`both`] over packets as given (chains included).
+pub fn both_pkts(pkts: &[VecPacket], in_port: u16, now: u64) -> Vec<Run> {
     let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
-    both_locked(&mut pairs, frames, in_port, now)
+    both_locked(&mut pairs, pkts, in_port, now)
 }
 
 /// [`both`] with the routers already locked (for a test whose bursts must
 /// follow one another with no other test's in between).
-pub fn both_locked(pairs: &mut [Pair], frames: &[Vec<u8>], in_port: u16, now: u64) -> Vec<Run> {
+pub fn both_locked(pairs: &mut [Pair], frames: &[VecPacket], in_port: u16, now: u64) -> Vec<Run> {
     let mut runs = Vec::new();
     for (k, p) in pairs.iter_mut().enumerate() {
         let _ = (&p.cfg, &p.res);
@@ -336,9 +346,16 @@ fn sent_early_alike(mut direct: Run, plain: &Run) -> Run {
     direct
 }
 
+/// The ports' MACs in the fuzz router (lan, wan).
+pub const PORT_MAC: [[u8; 6]; 2] = [[2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 2, 1]];
+
 pub fn udp4(src: [u8; 4], dst: [u8; 4], ttl: u8, payload: usize) -> Vec<u8> {
+    udp4_to(PORT_MAC[0], src, dst, ttl, payload)
+}
+
+pub fn udp4_to(mac: [u8; 6], src: [u8; 4], dst: [u8; 4], ttl: u8, payload: usize) -> Vec<u8> {
     let mut v = Vec::new();
-    PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], [2, 0, 0, 0, 1, 1])
+    PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], mac)
         .ipv4(src, dst, ttl)
         .udp(4000, 53)
         .write(&mut v, &vec![7u8; payload])
@@ -378,7 +395,7 @@ pub fn acl_verdicts_alike() {
             .unwrap();
         v
     };
-    let burst = [tcp(22), tcp(80), tcp(22)];
+    let burst = [tcp(22), tcp(80), tcp(22)].map(VecPacket::new);
     let mut pairs = pairs().lock().unwrap_or_else(|e| e.into_inner());
     for round in 0..2 {
         let runs = both_locked(&mut pairs, &burst, 0, 1_000_000_000 + round);
@@ -416,8 +433,10 @@ pub fn fuzz_inputs_alike() {
     assert!(files.len() >= 10, "saved inputs in {}", dir.display());
     for f in files {
         let data = std::fs::read(&f).unwrap();
-        if let Some(input) = harness::decode(&data) {
-            both(&input.frames, input.in_port, input.now);
+        for data in [data.clone(), harness::addressed_to(&data, &PORT_MAC)] {
+            if let Some(input) = harness::decode(&data) {
+                both(&input.frames, input.in_port, input.now);
+            }
         }
     }
 }
@@ -460,7 +479,20 @@ pub fn generated_traffic_alike() {
         args.extend_from_slice(extra);
         let frames = generated(&args);
         for (k, chunk) in frames.chunks(32).enumerate() {
-            both(chunk, (k % 2) as u16, 1_000_000_000 + k as u64 * 10_000_000);
+            // To the input port's MAC, but for one frame in eight left at
+            // the generator's (not for us).
+            let in_port = k % 2;
+            let mut chunk = chunk.to_vec();
+            for (j, f) in chunk.iter_mut().enumerate() {
+                if j % 8 != 7 && f.len() >= 6 {
+                    f[..6].copy_from_slice(&PORT_MAC[in_port]);
+                }
+            }
+            both(
+                &chunk,
+                in_port as u16,
+                1_000_000_000 + k as u64 * 10_000_000,
+            );
             total += chunk.len();
         }
     }
@@ -479,45 +511,61 @@ pub fn generated(args: &[&str]) -> Vec<Vec<u8>> {
 }
 
 /// Random bursts of frames aimed at every kind of route (gateway,
-/// unresolved gateway, ECMP, connected, local, no route), with random
-/// TTLs, lengths, byte flips and truncations.
-pub fn mutated_frames() -> impl Strategy<Value = Vec<Vec<u8>>> {
-    prop::collection::vec(
-        (
-            prop::sample::select(
-                &[
-                    [198, 18, 0, 1],
-                    [198, 18, 1, 2],
-                    [203, 0, 113, 9],
-                    [192, 0, 2, 5],
-                    [10, 0, 1, 1],
-                    [10, 0, 2, 9],
-                    [198, 51, 100, 3],
-                    [8, 8, 8, 8],
-                    [127, 0, 0, 1],
-                    [224, 0, 0, 5],
-                    [0, 1, 2, 3],
-                ][..],
-            ),
-            prop::sample::select(
-                &[
-                    [10u8, 0, 1, 5],
-                    [10, 0, 2, 5],
-                    [127, 0, 0, 1],
-                    [240, 0, 0, 1],
-                ][..],
-            ),
-            prop_oneof![Just(64u8), 0u8..3],
-            prop_oneof![Just(18usize), 0usize..1500],
-            prop::collection::vec((0usize..48, any::<u8>()), 0..2),
-            prop::option::weighted(0.1, 0usize..60),
+/// unresolved gateway, ECMP, connected, local, subnet broadcast, no route),
+/// with random TTLs, lengths, byte flips and truncations, to the input
+/// port's MAC or not (the other port's, broadcast, multicast), padded past
+/// their IP length or not, and some as chains (their IP packet in the first
+/// segment or running past it); with the input port.
+pub fn mutated_bursts() -> impl Strategy<Value = (Vec<VecPacket>, u16)> {
+    let pkt = (
+        prop::sample::select(
+            &[
+                [198, 18, 0, 1],
+                [198, 18, 1, 2],
+                [203, 0, 113, 9],
+                [192, 0, 2, 5],
+                [10, 0, 1, 1],
+                [10, 0, 2, 9],
+                [198, 51, 100, 3],
+                [8, 8, 8, 8],
+                [127, 0, 0, 1],
+                [224, 0, 0, 5],
+                [0, 1, 2, 3],
+                [10, 0, 1, 255],
+                [10, 0, 2, 255],
+                [255, 255, 255, 255],
+            ][..],
         ),
-        1..=32,
-    )
-    .prop_map(|pkts| {
-        pkts.into_iter()
-            .map(|(dst, src, ttl, len, flips, cut)| {
-                let mut f = udp4(src, dst, ttl, len);
+        prop::sample::select(
+            &[
+                [10u8, 0, 1, 5],
+                [10, 0, 2, 5],
+                [127, 0, 0, 1],
+                [240, 0, 0, 1],
+            ][..],
+        ),
+        prop_oneof![Just(64u8), 0u8..3],
+        prop_oneof![Just(18usize), 0usize..1500],
+        prop::collection::vec((0usize..48, any::<u8>()), 0..2),
+        prop::option::weighted(0.1, 0usize..60),
+        prop_oneof![6 => Just(0u8), 1 => 1u8..4],
+        prop::option::weighted(0.15, 1usize..200),
+        prop::option::weighted(0.1, (0usize..1600, 1u16..4000)),
+    );
+    (prop::collection::vec(pkt, 1..=32), 0u16..2).prop_map(|(pkts, in_port)| {
+        let frames = pkts
+            .into_iter()
+            .map(|(dst, src, ttl, len, flips, cut, to, pad, chain)| {
+                let mac = match to {
+                    0 => PORT_MAC[usize::from(in_port)],
+                    1 => PORT_MAC[usize::from(1 - in_port)],
+                    2 => [0xff; 6],
+                    _ => [0x01, 0, 0x5e, 0, 0, 5],
+                };
+                let mut f = udp4_to(mac, src, dst, ttl, len);
+                if let Some(n) = pad {
+                    f.resize(f.len() + n, 0xee);
+                }
                 for (at, x) in flips {
                     if at < f.len() {
                         f[at] ^= x;
@@ -526,8 +574,17 @@ pub fn mutated_frames() -> impl Strategy<Value = Vec<Vec<u8>>> {
                 if let Some(c) = cut {
                     f.truncate(c.min(f.len()));
                 }
-                f
+                match chain {
+                    // A first segment of `first` bytes, `more` after it.
+                    Some((first, more)) if first < f.len() => {
+                        f.truncate(first);
+                        VecPacket::chained(f, more)
+                    }
+                    Some((_, more)) => VecPacket::chained(f, more),
+                    None => VecPacket::new(f),
+                }
             })
-            .collect()
+            .collect();
+        (frames, in_port)
     })
 }

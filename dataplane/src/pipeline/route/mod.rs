@@ -3,18 +3,25 @@
 //! flow keeps its path). Our own addresses are /32 and /128 routes to local
 //! next hops and go to [`local`]; ARP is handled before the lookup.
 //!
-//! RFC 1812 checks (version, IHL, lengths, header checksum) were done by
-//! `parse`; here: martian addresses (`bad_address`), TTL/hop limit ≤ 1
-//! (`ttl_exceeded`, with a rate-limited ICMP error), no route (`no_route`),
-//! output MTU (`too_big`, with a rate-limited ICMP fragmentation needed or
-//! ICMPv6 packet too big; IPv4 without DF is not fragmented but dropped as
-//! `too_big_no_df`), unresolved neighbour (`neighbor_unresolved`, an ARP
-//! request or NS goes out instead). Forwarded packets get TTL − 1 with
+//! RFC 1812 checks (version, IHL, lengths, header checksum), the L2
+//! destination and the frame's trimming to its IP length were done by
+//! `parse`; here: martian addresses (`bad_address`), unicast IP received
+//! as a link-layer broadcast or multicast (`l2_multicast`), subnet and
+//! limited broadcasts (`broadcast`: a /32 route to a `Broadcast` next hop
+//! for each connected subnet's, so the lookup finds them), IPv6 link-local
+//! or unspecified sources and link-local destinations of packets to be
+//! forwarded (`bad_address`, RFC 4291 2.5.6; delivered when for us),
+//! TTL/hop limit ≤ 1 (`ttl_exceeded`, with a rate-limited ICMP error), no
+//! route (`no_route`), output MTU (`too_big`, with a rate-limited ICMP
+//! fragmentation needed or ICMPv6 packet too big; IPv4 without DF is not
+//! fragmented but dropped as `too_big_no_df`), unresolved neighbour
+//! (`neighbor_unresolved`, an ARP request or NS goes out instead).
+//! Forwarded packets get TTL − 1 with
 //! an RFC 1624 checksum update, destination MAC = next hop, source MAC =
 //! output port; VLAN tags are kept as received.
 //!
-//! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `key`, `hash`,
-//! `in_port`; sets `verdict`, `nexthop`.
+//! Meta: reads `verdict`, `l3`, `l3_off`, `l4_off`, `flags`
+//! (L2_MULTICAST), `key`, `hash`, `in_port`; sets `verdict`, `nexthop`.
 //!
 //! On the fast lane (see [`super::lane`]) a plain IPv4 packet is looked up
 //! from the lane's header fields; forwarded to a resolved gateway it then
@@ -35,6 +42,7 @@ mod pmtu_tests;
 pub use crate::wire::ipv4::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
 
 use super::local::{self, IcmpLimiter};
+use super::meta::flags;
 use super::parse::Parse;
 use super::{DropReason, Lane, Meta, MetaBurst, Output, PacketBuf, StageCtx, StageOps, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
@@ -45,7 +53,7 @@ use crate::tables::set::TableSet;
 use crate::tables::{raw_value, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
-use martians::v4_martian;
+use martians::{v4_martian, v6_scope_martian};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -398,18 +406,28 @@ fn forward<P: PacketBuf>(
     v6: bool,
     ctx: &StageCtx,
 ) -> Verdict {
+    if m.flags & flags::L2_MULTICAST != 0 {
+        return l2_multicast(r, val);
+    }
     if val == MISS {
         return Verdict::Drop(DropReason::NoRoute);
     }
     let id = r.nexthop_id(val, m.hash);
     m.nexthop = id;
     let nh = r.nexthop(id);
-    if nh.kind == NhKind::Local {
-        return if v6 {
-            local::deliver_v6(pkt, m, r, ctx)
-        } else {
-            local::deliver_v4(pkt, m, r, ctx)
-        };
+    match nh.kind {
+        NhKind::Local => {
+            return if v6 {
+                local::deliver_v6(pkt, m, r, ctx)
+            } else {
+                local::deliver_v4(pkt, m, r, ctx)
+            };
+        }
+        NhKind::Broadcast => return Verdict::Drop(DropReason::Broadcast),
+        _ => {}
+    }
+    if v6 && v6_scope_martian(&m.key.src, &m.key.dst) {
+        return Verdict::Drop(DropReason::BadAddress);
     }
     let l3 = m.l3_off as usize;
     let ttl_at = l3 + if v6 { 7 } else { 8 };
@@ -474,6 +492,22 @@ fn forward<P: PacketBuf>(
     Verdict::Tx(nh.port)
 }
 
+/// An IP packet received as a link-layer broadcast or multicast with a
+/// destination the lookup gave `val` for: RFC 1812 5.3.4, only IP
+/// broadcasts and multicasts may come that way (multicasts never reach
+/// the lookup; a subnet broadcast is `broadcast`), everything else is not
+/// routed (nor answered): `l2_multicast`. The lane's plain packets are
+/// never such frames (they are addressed to the port's own MAC).
+#[cold]
+fn l2_multicast(r: &Routing, val: u32) -> Verdict {
+    let broadcast = val != MISS && r.nexthop(r.nexthop_id(val, 0)).kind == NhKind::Broadcast;
+    Verdict::Drop(if broadcast {
+        DropReason::Broadcast
+    } else {
+        DropReason::L2Multicast
+    })
+}
+
 #[inline(always)]
 fn neighbor_mac(r: &Routing, nh: &NextHop, m: &Meta, v6: bool) -> Option<[u8; 6]> {
     match nh.kind {
@@ -492,8 +526,6 @@ fn neighbor_mac(r: &Routing, nh: &NextHop, m: &Meta, v6: bool) -> Option<[u8; 6]
     }
 }
 
-/// The route stage over plain byte buffers on the `linear` backend and the
-/// Rust neighbour map: no EAL (the test checks it never came up).
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -569,6 +601,7 @@ mod tests {
                 Stage::Route(Box::new(RouteStage::new(routing(), 10))),
                 Stage::Count(CountStage::new(2)),
             ]);
+            p.set_port_macs(&[[2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 2, 1]]);
             p.set_lane(lane);
             let mut burst = Burst::<VecPacket>::new();
             for f in &frames {
@@ -611,5 +644,208 @@ mod tests {
         );
         assert_eq!(arp[38..42], [10, 0, 2, 3], "for the unresolved gateway");
         crate::tables::testing::assert_no_eal();
+    }
+}
+
+#[cfg(test)]
+mod address_tests {
+    //! The route's address rules on literal packets, through a parse +
+    //! route pipeline, on the lane and stage by stage alike.
+    use crate::burst::Burst;
+    use crate::pipeline::parse::Parse;
+    use crate::pipeline::{
+        dispatch, new_meta_burst, Collect, DropReason, Event, Pipeline, Stage, StageCtx, VecPacket,
+        Verdict,
+    };
+    use crate::stats::WorkerCounters;
+    use crate::tables::neighbor::NeighborTable;
+    use crate::tables::routing::{PortAddrs, RouteSpec, RouteTarget, Routing};
+    use crate::tables::{Prefix, RouteConfig};
+    use etherparse::PacketBuilder;
+    use std::net::IpAddr;
+    use std::sync::Arc;
+
+    const LAN: [u8; 6] = [2, 0, 0, 0, 1, 1];
+    const WAN: [u8; 6] = [2, 0, 0, 0, 2, 1];
+    const HOST: [u8; 6] = [2, 0, 0, 0, 1, 0x50];
+
+    fn v6(s: &str) -> [u8; 16] {
+        s.parse::<std::net::Ipv6Addr>().unwrap().octets()
+    }
+
+    /// lan 10.0.1.1/24, 2001:db8:1::1/64, fe80::1/64; wan 10.0.2.1/24,
+    /// 2001:db8:2::1/64; 198.18.1.0/24 and 2001:db8:100::/48 via resolved
+    /// gateways on wan.
+    fn pipelines() -> [Pipeline; 2] {
+        let ports = vec![
+            PortAddrs {
+                mac: LAN,
+                v4: vec![("10.0.1.1".parse().unwrap(), 24)],
+                v6: vec![
+                    ("2001:db8:1::1".parse().unwrap(), 64),
+                    ("fe80::1".parse().unwrap(), 64),
+                ],
+                mtu: 1500,
+                ipv4_checksum_offload: false,
+            },
+            PortAddrs {
+                mac: WAN,
+                v4: vec![("10.0.2.1".parse().unwrap(), 24)],
+                v6: vec![("2001:db8:2::1".parse().unwrap(), 64)],
+                mtu: 1500,
+                ipv4_checksum_offload: false,
+            },
+        ];
+        let gw4: IpAddr = "10.0.2.2".parse().unwrap();
+        let gw6: IpAddr = "2001:db8:2::2".parse().unwrap();
+        let routes = vec![
+            RouteSpec {
+                prefix: Prefix::new("198.18.1.0".parse().unwrap(), 24).unwrap(),
+                target: RouteTarget::Via(vec![(gw4, 1)]),
+            },
+            RouteSpec {
+                prefix: Prefix::new("2001:db8:100::".parse().unwrap(), 48).unwrap(),
+                target: RouteTarget::Via(vec![(gw6, 1)]),
+            },
+        ];
+        let small = RouteConfig {
+            max_routes: 1024,
+            num_tbl8: 256,
+            ..RouteConfig::default()
+        };
+        // Each its own tables: the neighbour cache remembers solicitations.
+        [true, false].map(|lane| {
+            let r = Routing::build(
+                ports.clone(),
+                &routes,
+                &[(1, gw4, [2, 0, 0, 0, 2, 2]), (1, gw6, [2, 0, 0, 0, 2, 2])],
+                small,
+                small,
+                Arc::new(NeighborTable::new(64).unwrap()),
+            )
+            .unwrap();
+            let mut p = Pipeline::new(vec![
+                Stage::Parse(Parse::default()),
+                Stage::Route(Box::new(super::RouteStage::new(Arc::new(r), 100))),
+            ]);
+            p.set_port_macs(&[LAN, WAN]);
+            p.set_lane(lane);
+            p
+        })
+    }
+
+    /// Each frame's verdict (entering on lan), the same on the lane and
+    /// stage by stage, and the ARP requests sent.
+    fn verdicts(frames: &[Vec<u8>]) -> (Vec<Verdict>, u64) {
+        let _l = crate::tables::testing::test_lock();
+        let mut seen = Vec::new();
+        for mut p in pipelines() {
+            let mut burst = Burst::<VecPacket>::new();
+            for f in frames {
+                assert!(burst.push(VecPacket::new(f.clone())).is_ok());
+            }
+            let n = burst.len();
+            let c = WorkerCounters::default();
+            let mut meta = new_meta_burst();
+            p.run(&mut burst, &mut meta, 0, &StageCtx::test(&c));
+            let v: Vec<Verdict> = meta[..n].iter().map(|m| m.verdict).collect();
+            dispatch(&mut burst, &meta, &mut Collect::default());
+            seen.push((v, c.events[Event::ArpRequest as usize].get()));
+        }
+        assert_eq!(seen[0], seen[1], "lane and stage by stage differ");
+        seen.remove(0)
+    }
+
+    fn udp4(dst_mac: [u8; 6], dst: [u8; 4]) -> Vec<u8> {
+        let mut v = Vec::new();
+        PacketBuilder::ethernet2(HOST, dst_mac)
+            .ipv4([10, 0, 1, 50], dst, 64)
+            .udp(4000, 5000)
+            .write(&mut v, &[0xab; 18])
+            .unwrap();
+        v
+    }
+
+    fn udp6(dst_mac: [u8; 6], src: &str, dst: &str) -> Vec<u8> {
+        let mut v = Vec::new();
+        PacketBuilder::ethernet2(HOST, dst_mac)
+            .ipv6(v6(src), v6(dst), 64)
+            .udp(4000, 5000)
+            .write(&mut v, &[0xcd; 16])
+            .unwrap();
+        v
+    }
+
+    /// RFC 1812 5.3.4: unicast IP in a link-layer broadcast or multicast
+    /// frame is not routed (nor answered, to our own address); IP
+    /// broadcasts in them are `broadcast`; the same unicast frames to our
+    /// MAC are routed.
+    #[test]
+    fn unicast_ip_in_a_link_group_frame_is_not_routed() {
+        let bcast = [0xff; 6];
+        let (v, _) = verdicts(&[
+            udp4(bcast, [198, 18, 1, 5]),
+            udp4([0x01, 0, 0x5e, 0, 0, 1], [198, 18, 1, 5]),
+            udp4(bcast, [10, 0, 1, 1]),
+            udp6(
+                [0x33, 0x33, 0, 0, 0, 1],
+                "2001:db8:1::50",
+                "2001:db8:100::1",
+            ),
+            udp4(bcast, [10, 0, 1, 255]),
+            udp4(bcast, [255, 255, 255, 255]),
+            udp4(LAN, [198, 18, 1, 5]),
+            udp6(LAN, "2001:db8:1::50", "2001:db8:100::1"),
+        ]);
+        use DropReason::*;
+        assert_eq!(
+            v,
+            [
+                Verdict::Drop(L2Multicast),
+                Verdict::Drop(L2Multicast),
+                Verdict::Drop(L2Multicast),
+                Verdict::Drop(L2Multicast),
+                Verdict::Drop(Broadcast),
+                Verdict::Drop(Broadcast),
+                Verdict::Tx(1),
+                Verdict::Tx(1),
+            ]
+        );
+    }
+
+    /// A connected subnet's broadcast address, from the subnet or directed
+    /// from another, is `broadcast` and never ARPed for; the host beside
+    /// it is (it is unresolved).
+    #[test]
+    fn subnet_broadcasts_are_not_forwarded_or_resolved() {
+        let (v, arp) = verdicts(&[udp4(LAN, [10, 0, 1, 255]), udp4(LAN, [10, 0, 2, 255])]);
+        assert_eq!(v, [Verdict::Drop(DropReason::Broadcast); 2]);
+        assert_eq!(arp, 0);
+        let (v, arp) = verdicts(&[udp4(LAN, [10, 0, 2, 254])]);
+        assert_eq!(v, [Verdict::Tx(1)], "its buffer carries the ARP request");
+        assert_eq!(arp, 1);
+    }
+
+    /// RFC 4291 2.5.6: link-local and unspecified sources and link-local
+    /// destinations (fe80::/64 is a connected route on lan here) are not
+    /// forwarded; global ones are.
+    #[test]
+    fn ipv6_link_local_and_unspecified_are_not_forwarded() {
+        let (v, _) = verdicts(&[
+            udp6(LAN, "fe80::50", "2001:db8:100::1"),
+            udp6(LAN, "::", "2001:db8:100::1"),
+            udp6(LAN, "2001:db8:1::50", "fe80::99"),
+            udp6(LAN, "2001:db8:1::50", "2001:db8:100::1"),
+        ]);
+        use DropReason::BadAddress;
+        assert_eq!(
+            v,
+            [
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Tx(1),
+            ]
+        );
     }
 }

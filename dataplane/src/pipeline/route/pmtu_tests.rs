@@ -81,6 +81,7 @@ fn run(frames: &[Vec<u8>], icmp_rate: u32, lane: bool) -> Run {
         Stage::Parse(Parse::default()),
         Stage::Route(Box::new(RouteStage::new(routing(), icmp_rate))),
     ]);
+    p.set_port_macs(&[LAN_MAC, WAN_MAC]);
     p.set_lane(lane);
     let mut burst = Burst::<VecPacket>::new();
     for f in frames {

@@ -40,10 +40,13 @@ pub enum DropReason {
     LbNoBackend,
     /// An IP fragment to a load-balancer service that drops fragments.
     LbFragment,
+    /// Ring mode: the receiving core found the worker's ring full (the
+    /// worker fell behind); counted by the distributor, never a block.
+    RingFull,
 }
 
 impl DropReason {
-    pub const COUNT: usize = DropReason::LbFragment as usize + 1;
+    pub const COUNT: usize = DropReason::RingFull as usize + 1;
 
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::NoOutput,
@@ -63,6 +66,7 @@ impl DropReason {
         DropReason::TooBig,
         DropReason::LbNoBackend,
         DropReason::LbFragment,
+        DropReason::RingFull,
     ];
 
     /// The counter's name.
@@ -85,6 +89,7 @@ impl DropReason {
             DropReason::TooBig => "too_big",
             DropReason::LbNoBackend => "lb_no_backend",
             DropReason::LbFragment => "lb_fragment",
+            DropReason::RingFull => "ring_full",
         }
     }
 }

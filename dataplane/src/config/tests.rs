@@ -102,6 +102,43 @@ fn shipped_configs_are_valid() {
     assert!(n > 0, "no configs found in {}", dir.display());
 }
 
+/// The bench templates (`config/bench/`, rendered by scripts/bench.sh) are
+/// valid configs once their `@NAME@` strings are filled in; the values
+/// bench.sh sets on lines marked `# @NAME@` are valid as they stand.
+#[test]
+fn bench_templates_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/bench");
+    let tmp = std::env::temp_dir().join(format!("dp-bench-tmpl-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        tmp.join("routes"),
+        "198.18.0.0/24 10.0.0.2\n198.18.1.0/24 10.0.1.2\n",
+    )
+    .unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("@PREFIX@", "t")
+            .replace("@FEED0@", "f0.pcap")
+            .replace("@FEED1@", "f1.pcap")
+            .replace("@HUGEPAGES@", "off")
+            .replace("@ROUTES@", "routes");
+        let name = p.display().to_string();
+        let (_, res) = Config::parse_in(&src, &name, &tmp).unwrap_or_else(|e| panic!("{e}"));
+        if name.ends_with("ring.toml") {
+            assert!(res.distributor.is_some(), "{name}: ring mode");
+        }
+        n += 1;
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(n >= 6, "{n} templates in {}", dir.display());
+}
+
 #[test]
 fn unknown_key_names_line_and_field() {
     let (line, field, msg) = err(&bad("memory_mb = 256", "memory_mb = 256\nmemroy = 3"));

@@ -631,6 +631,10 @@ pub fn run(
         flag: worker_flag.clone(),
         lcores: Vec::new(),
     };
+    // The distributor's done flag, raised when this drops: if start-up
+    // fails before the distributor runs, the fed workers already launched
+    // still see it and stop (declared after `guard`, so it drops first).
+    let mut pending_done = plan.map(|_| DoneFlag(feeder_done.clone()));
     for (w, wk) in cfg.workers.iter().enumerate() {
         let rx = res.worker_rx[w]
             .iter()
@@ -702,7 +706,7 @@ pub fn run(
             steering: Steering::new(d.workers.len(), d.hash),
             stats: st.clone(),
             stop: worker_flag.clone(),
-            done: DoneFlag(feeder_done.clone()),
+            done: pending_done.take().expect("a done flag per distributor"),
         };
         let lcore = distributor_lcore(cfg);
         if !lcores.contains(&lcore) {

@@ -398,6 +398,7 @@ fn ring_mode_under_a_flood_stops_with_empty_rings() {
     let (lan, _) = inputs();
     write_pcap(&dir.path().join("feed.pcap"), &lan[..1000]).unwrap();
     let d = dir.path().display();
+    let prefix = file_prefix("ringflood");
     let cfg = format!(
         r#"pipeline = ["forward"]
 [eal]
@@ -422,8 +423,7 @@ rx = ["a", "b"]
 ring_size = 64
 [forward]
 pairs = [["a", "b"]]
-"#,
-        prefix = file_prefix("ringflood")
+"#
     );
     let path = dir.path().join("flood.toml");
     std::fs::write(&path, cfg).unwrap();
@@ -439,6 +439,17 @@ pairs = [["a", "b"]]
             l.lines().filter(|l| l.contains(" stats rx=")).count() >= 3
         })
         .unwrap();
+    // `dataplane stats` shows the distributor live.
+    let out = std::process::Command::new(dataplane_bin())
+        .args(["stats", "--file-prefix", &prefix])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stats: {text}");
+    let live: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(live["distributor"]["rx"].as_u64().unwrap() > 0, "{live}");
+    assert_eq!(live["distributor"]["feeds"].as_array().unwrap().len(), 2);
+    assert!(live["rx"].as_u64().unwrap() > 0, "{live}");
     let (out, report, took) = daemon.stop(libc::SIGINT, Duration::from_secs(20)).unwrap();
     assert!(out.status.success(), "{:?}", out.status);
     assert_eq!(report["mempool"]["in_use"], 0, "mbufs leaked");

@@ -923,3 +923,27 @@ fn distributor_core_is_checked_against_the_host() {
         "{w:?}"
     );
 }
+
+/// Each worker transmits on a TX queue of its own, and `net_pcap` makes one
+/// per TX file: a port with fewer files than workers is a `check` error
+/// (without any, DPDK decides).
+#[test]
+fn pcap_port_needs_a_tx_file_per_worker() {
+    let src = ring("rx_pcap=a.pcap\"", "rx_pcap=a.pcap,tx_pcap=o.pcap\"");
+    let (line, field, msg) = ring_err(&src);
+    assert_eq!((line, field.as_str()), (9, "port[0].device"));
+    assert!(
+        msg.contains("(1 here) and this port needs 2 (one per worker)"),
+        "{msg}"
+    );
+    let two = ring(
+        "rx_pcap=a.pcap\"",
+        "rx_pcap=a.pcap,tx_pcap=o0.pcap,tx_pcap=o1.pcap\"",
+    );
+    assert!(Config::parse(&two, "r.toml").is_ok());
+    assert_eq!(
+        super::validate::pcap_tx_files("net_pcap3,iface=eth0"),
+        Some(1)
+    );
+    assert_eq!(super::validate::pcap_tx_files("net_null0,tx_pcap=x"), None);
+}

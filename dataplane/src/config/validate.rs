@@ -156,6 +156,19 @@ impl Config {
                 }
                 None => self.workers.len() as u16,
             };
+            if let Some(files) = pcap_tx_files(p.device.get_ref()) {
+                if files != 0 && files < usize::from(n) {
+                    return Err(loc.error(
+                        p.device.span(),
+                        Some(format!("port[{pi}].device")),
+                        format!(
+                            "net_pcap makes one TX queue per tx_pcap/tx_iface/iface argument \
+                             ({files} here) and this port needs {n} (one per worker): give each \
+                             worker its own, e.g. `tx_pcap=out-w0.pcap,tx_pcap=out-w1.pcap`"
+                        ),
+                    ));
+                }
+            }
             tx_queues.push(n);
         }
 
@@ -872,6 +885,29 @@ pub(super) fn check_device(device: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// For a `net_pcap` device, how many TX queues its arguments make (one
+/// per `tx_pcap`, `tx_iface` or `iface`); `None` for other devices.
+pub(super) fn pcap_tx_files(device: &str) -> Option<usize> {
+    let mut parts = device.split(',');
+    let name = parts.next().unwrap_or("").trim();
+    let driver = name
+        .strip_prefix("net_")
+        .or_else(|| name.strip_prefix("eth_"))?;
+    if driver.trim_end_matches(|c: char| c.is_ascii_digit()) != "pcap" {
+        return None;
+    }
+    Some(
+        parts
+            .filter(|a| {
+                matches!(
+                    a.split_once('=').map(|(k, _)| k.trim()),
+                    Some("tx_pcap" | "tx_iface" | "iface")
+                )
+            })
+            .count(),
+    )
 }
 
 /// `DDDD:BB:DD.F` or `BB:DD.F`: hex domain, bus, device (≤ 0x1f), function (≤ 7).

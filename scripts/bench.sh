@@ -36,13 +36,29 @@
 #                routes the same frames on the same routes)
 #   full         lb with acl in front (["acl", "lb", "route"], 1,000 rules of
 #                mkacl.py that pass the feed)
-# testpmd io on the scenario's feed is always the reference column.
+#   ring         ring mode (config/bench/ring.toml): forward's feed and
+#                stage, but one receiving core (the distributor, on
+#                BENCH_RING_RX_CORE) hands every packet through an rte_ring
+#                to one worker (BENCH_RING_WORKER_CORE); reference: the
+#                daemon itself in run-to-completion (forward.toml) in the
+#                same round
+#   null_mq      run-to-completion on two net_null ports with 2 RX queues
+#                each (no feed): 1 worker polling all four queues
+#                (null_mq_1w.toml, core 1) vs 2 workers with one queue of
+#                each port (null_mq_2w.toml, BENCH_MQ_CORES); the ratio is
+#                the multi-core scaling
+# testpmd io on the scenario's feed is always the reference column (not in
+# ring and null_mq, whose references are the daemon's other mode).
 #
 # Output (stdout): a `bench-env` line, one `bench-detail` line per app run,
 # and at the end exactly one line per scenario:
 #   bench scenario=forward dataplane_mpps=X testpmd_mpps=Y l3fwd_mpps=Z ratio_testpmd=X/Y ratio_l3fwd=X/Z
 # (Mpps with 2 decimals, ratios computed with 3 decimals, NA where a number is
-# missing). Progress and diagnostics go to stderr; logs stay in build/bench/.
+# missing), except for the two scenarios measured against the daemon itself:
+#   bench scenario=ring dataplane_mpps=X rtc_mpps=Y ratio_rtc=X/Y rx_core=C worker_core=C
+#   bench scenario=null_mq dataplane_mpps=X2 one_worker_mpps=X1 ratio_2v1=X2/X1 cores=C,C
+# (dataplane_mpps: ring mode / 2 workers). Progress and diagnostics go to
+# stderr; logs stay in build/bench/.
 # Routing scenarios add, as they go:
 #   bench-tables scenario=S routes=N ... exp_p0=F (mkroutes.py; mkacl.py)
 #   bench-load scenario=S app=l3fwd|dataplane routes=N load_ms=T
@@ -52,6 +68,10 @@
 #                (from the rates: port 0's share of TX against the share the
 #                longest matches give; TX/RX, 1.000 = nothing dropped)
 #   bench-verify scenario=route_1k app=A p0=N p1=N ok=N wrong=N missing=N
+#   bench-ring scenario=ring busy=[W%,rx:D%] drops={...}
+#                (the ring run's last stats line: the worker's and the
+#                distributor's busy share, and ring_full, packets the worker
+#                could not take in time)
 #   bench-cycles scenario=S parse=C [acl=C] route=C dispatch=C total=C
 #                (one entry per stage, `parse` being the lane's sweep;
 #                TSC cycles per packet per stage, from a second, short
@@ -96,6 +116,13 @@
 #                        on this 2-core machine; rte_fib in the daemon: ~4 s)
 #   BENCH_PROFILE_S=5    length of the daemon's profile_stages run, seconds
 #   BENCH_VERIFY=1       route_1k: check per-destination output ports
+#   BENCH_RING_RX_CORE=1 the distributor's CPU in `ring`
+#   BENCH_RING_WORKER_CORE  the worker's CPU in `ring` (default 2 when the
+#                        machine has more than 2 CPUs, else 0: then the worker
+#                        shares CPU 0 with the control thread and this script)
+#   BENCH_RING_SIZE=1024 slots per ring in `ring`
+#   BENCH_MQ_CORES=1,N   the two workers' CPUs in null_mq's 2-worker run
+#                        (default 1,2 with more than 2 CPUs, else 1,0)
 #
 # Exit status: 0 when testpmd and l3fwd were measured in every scenario (the
 # daemon may be NA: it is reported, not fatal); 1 when a reference app failed;
@@ -145,7 +172,13 @@ VERIFY=${BENCH_VERIFY:-1}
 # 10.0.1.0/24) and outside every generated route.
 ROUTE_FEED_SRC=172.16.0.0/16
 
-SCENARIOS_ALL="forward route_1k route_1m acl1k_route lb full"
+if [ "$(nproc --all 2>/dev/null || echo 2)" -gt 2 ]; then SPARE_CORE=2; else SPARE_CORE=$CTRL_CORE; fi
+RING_RX_CORE=${BENCH_RING_RX_CORE:-$FWD_CORE}
+RING_WORKER_CORE=${BENCH_RING_WORKER_CORE:-$SPARE_CORE}
+RING_SIZE=${BENCH_RING_SIZE:-1024}
+MQ_CORES=${BENCH_MQ_CORES:-$FWD_CORE,$SPARE_CORE}
+
+SCENARIOS_ALL="forward route_1k route_1m acl1k_route lb full ring null_mq"
 ROUNDS=${BENCH_ROUNDS:-1}
 SCENARIOS=${BENCH_SCENARIOS:-$SCENARIOS_ALL}
 SCENARIOS=${SCENARIOS//,/ }
@@ -555,7 +588,9 @@ DP_FAILS=""         # scenarios where it ran but was not measured
 render_dp_config() { # render_dp_config TEMPLATE OUT PREFIX PROFILE(true|false) [NAME=VALUE]...
   # Fills @PREFIX@, @FEED0@, @FEED1@, @HUGEPAGES@, memory_mb and
   # profile_stages; each NAME=VALUE either replaces @NAME@, or, where the
-  # template has a line `# @include NAME@`, inserts the file VALUE after it.
+  # template has a line `# @include NAME@`, inserts the file VALUE after it,
+  # or, on a line `key = value # @NAME@` (a number the template keeps
+  # valid TOML), sets the value to VALUE.
   local tmpl=$1 out=$2 prefix=$3 profile=$4 huge kv name val
   shift 4
   [ "$HUGE_MODE" = hugepages ] && huge=on || huge=off
@@ -565,6 +600,8 @@ render_dp_config() { # render_dp_config TEMPLATE OUT PREFIX PROFILE(true|false) 
   for kv in "$@"; do
     name=${kv%%=*}; val=${kv#*=}
     if grep -q "^# @include $name@" "$tmpl"; then args+=(-e "/^# @include $name@/r $val")
+    elif grep -q "^[a-z_]* *= *[^#]*# @$name@\$" "$tmpl"; then
+      args+=(-e "s|^\([a-z_]* *= *\)[^#]*\(# @$name@\)\$|\1$val \2|")
     else args+=(-e "s|@$name@|$val|g"); fi
   done
   # BENCH_ACL_FLOW_CACHE=N: the ACL flow cache's size (0 = off; unset: the
@@ -863,6 +900,66 @@ scenario_route_1m() {
   START_LIMIT=$START_TIMEOUT
   MEM_MB=$mem
   pick_memory_mode
+}
+
+# Ring mode and multi-core scaling: measured against the daemon itself.
+
+scenario_ring() {
+  # Ring mode with 1 receiving core + 1 worker on forward's feed, and the
+  # same daemon in run-to-completion (one worker on core 1) in the same
+  # round, order reversed in even rounds.
+  local r a got_ring got_rtc rings=() rtcs=() last
+  make_feed forward 198.18.0.0/24 198.18.1.0/24 ||
+    { RESULTS+=("bench scenario=ring dataplane_mpps=NA rtc_mpps=NA ratio_rtc=NA"); return; }
+  echo "bench-note scenario=ring rx_core=$RING_RX_CORE worker_core=$RING_WORKER_CORE ring_size=$RING_SIZE"
+  [ "$RING_WORKER_CORE" = "$CTRL_CORE" ] &&
+    log "ring: the worker shares CPU $CTRL_CORE with the control thread and this script (2 CPUs; BENCH_RING_WORKER_CORE)"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    local order=(ring rtc)
+    ((r % 2 == 0)) && order=(rtc ring)
+    for a in "${order[@]}"; do
+      if [ "$a" = ring ]; then
+        run_dataplane ring "$ROOT/config/bench/ring.toml" RX_CORE="$RING_RX_CORE" \
+          WORKER_CORE="$RING_WORKER_CORE" RING_SIZE="$RING_SIZE"
+        got_ring=$MEASURED
+        last=$(grep ' stats rx=' "$CUR_LOG.log" 2>/dev/null | tail -1)
+        [ -n "$last" ] && echo "bench-ring scenario=ring $(grep -o 'busy=\[[^]]*\]' <<<"$last") $(grep -o 'drops={[^}]*}' <<<"$last")"
+      else
+        run_dataplane ring-rtc "$ROOT/config/bench/forward.toml"
+        got_rtc=$MEASURED
+      fi
+    done
+    rings+=("$got_ring"); rtcs+=("$got_rtc")
+    [ "$ROUNDS" -gt 1 ] && echo "bench-round scenario=ring round=$r dataplane_mpps=$got_ring rtc_mpps=$got_rtc ratio_rtc=$(ratio "$got_ring" "$got_rtc")"
+  done
+  local dp rtc
+  dp=$(median "${rings[@]}"); rtc=$(median "${rtcs[@]}")
+  RESULTS+=("bench scenario=ring dataplane_mpps=$dp rtc_mpps=$rtc ratio_rtc=$(ratio "$dp" "$rtc") rx_core=$RING_RX_CORE worker_core=$RING_WORKER_CORE")
+}
+
+scenario_null_mq() {
+  # 1 vs 2 workers on net_null ports with 2 RX queues each (no pcap feed).
+  local r a one two ones=() twos=() c0=${MQ_CORES%%,*} c1=${MQ_CORES##*,}
+  echo "bench-note scenario=null_mq one_worker_core=$FWD_CORE cores=$c0,$c1"
+  [ "$c1" = "$CTRL_CORE" ] || [ "$c0" = "$CTRL_CORE" ] &&
+    log "null_mq: a worker shares CPU $CTRL_CORE with the control thread and this script (2 CPUs; BENCH_MQ_CORES)"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    local order=(one two)
+    ((r % 2 == 0)) && order=(two one)
+    for a in "${order[@]}"; do
+      if [ "$a" = one ]; then
+        run_dataplane null_mq-1w "$ROOT/config/bench/null_mq_1w.toml" CORE0="$FWD_CORE"
+        one=$MEASURED
+      else
+        run_dataplane null_mq-2w "$ROOT/config/bench/null_mq_2w.toml" CORE0="$c0" CORE1="$c1"
+        two=$MEASURED
+      fi
+    done
+    ones+=("$one"); twos+=("$two")
+    [ "$ROUNDS" -gt 1 ] && echo "bench-round scenario=null_mq round=$r dataplane_mpps=$two one_worker_mpps=$one ratio_2v1=$(ratio "$two" "$one")"
+  done
+  one=$(median "${ones[@]}"); two=$(median "${twos[@]}")
+  RESULTS+=("bench scenario=null_mq dataplane_mpps=$two one_worker_mpps=$one ratio_2v1=$(ratio "$two" "$one") cores=$c0,$c1")
 }
 
 # --------------------------------------------------------------------------

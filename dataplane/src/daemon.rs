@@ -5,7 +5,9 @@
 use crate::config::{self, Config, Hugepages, Resolved, StageKind};
 use crate::control::reload::Reloader;
 use crate::control::socket::{Answer, ControlSocket};
+use crate::distributor::{Distributor, DoneFlag, Steering};
 use crate::dpdk::port::PortConfig;
+use crate::dpdk::ring::Ring;
 use crate::dpdk::tap_signals::SignalSink;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
 use crate::pipeline::acl::{AclCounters, AclStage};
@@ -16,7 +18,8 @@ use crate::pipeline::parse::Parse;
 use crate::pipeline::route::RouteStage;
 use crate::pipeline::{sum_reports, Pipeline, Stage, StageCounters};
 use crate::stats::{
-    self, FinalReport, MempoolReport, Originated, PortReport, WorkerReport, WorkerStats,
+    self, DistributorCounters, DistributorReport, DistributorStats, FeedReport, FinalReport,
+    MempoolReport, Originated, PortReport, WorkerReport, WorkerSnapshot, WorkerStats,
 };
 use crate::tables::lb::{BackendIds, LbTables};
 use crate::tables::neighbor::{NeighborBackend, NeighborTable};
@@ -66,12 +69,20 @@ pub fn hugepages_available() -> bool {
 }
 
 /// The EAL command line for `cfg`: lcore map (control lcore 0, worker i on
-/// lcore i+1 pinned to its core), memory, file prefix, devices, extras.
+/// lcore i+1 pinned to its core, the distributor on the lcore after the
+/// last worker's), memory, file prefix, devices, extras.
 pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool)> {
     let mut args = vec!["dataplane".to_owned()];
     let mut lcores = vec![format!("0@{}", cfg.eal.control_core.get_ref())];
     for (i, w) in cfg.workers.iter().enumerate() {
         lcores.push(format!("{}@{}", i + 1, w.core.get_ref()));
+    }
+    if let Some(d) = &cfg.distributor {
+        lcores.push(format!(
+            "{}@{}",
+            distributor_lcore(cfg).0,
+            d.get_ref().core.get_ref()
+        ));
     }
     args.push(format!("--lcores={}", lcores.join(",")));
     args.push("--main-lcore=0".into());
@@ -112,6 +123,11 @@ pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool
     args.extend(cfg.eal.args.iter().cloned());
     args.extend(overrides.iter().cloned());
     Ok((args, huge))
+}
+
+/// The distributor's lcore id: the one after the last worker's.
+pub fn distributor_lcore(cfg: &Config) -> LcoreId {
+    LcoreId(cfg.workers.len() as u32 + 1)
 }
 
 /// Default link-peer MAC for port index `i`, like l2fwd's `02:00:00:00:00:<i>`.
@@ -567,6 +583,49 @@ pub fn run(
             .with_context(|| format!("starting port `{}`", p.name.get_ref()))?;
     }
 
+    // Ring mode: one SPSC ring per (input port, fed worker), created here
+    // and freed here after the lcores stopped (the handles), the two ends
+    // handed to the distributor and the worker.
+    let plan = res.distributor.as_ref();
+    let mut ring_handles: Vec<Arc<Ring>> = Vec::new();
+    let mut producers: Vec<Vec<_>> = Vec::new();
+    let mut consumers: Vec<Vec<_>> = Vec::new(); // [fed worker][slot]
+    let feeder_done = Arc::new(AtomicBool::new(false));
+    if let Some(d) = plan {
+        consumers = d.workers.iter().map(|_| Vec::new()).collect();
+        for (slot, &port) in d.ports.iter().enumerate() {
+            let mut row = Vec::new();
+            for (k, &w) in d.workers.iter().enumerate() {
+                let name = format!("dp_ring_{slot}_{k}");
+                let (h, prod, cons) = Ring::spsc(&name, d.ring_size, -1).with_context(|| {
+                    format!(
+                        "creating the ring from port `{}` to worker {w} ({} slots); raise \
+                         eal.memory_mb or lower distributor.ring_size",
+                        cfg.ports[port].name.get_ref(),
+                        d.ring_size
+                    )
+                })?;
+                ring_handles.push(h);
+                row.push(prod);
+                consumers[k].push((port as u16, cons));
+            }
+            producers.push(row);
+        }
+        tracing::info!(
+            rings = ring_handles.len(),
+            ring_size = d.ring_size,
+            workers = d.workers.len(),
+            "distributor rings ready"
+        );
+    }
+    let mut consumers: Vec<Option<Vec<_>>> = consumers.into_iter().map(Some).collect();
+    let dist_stats: Option<Arc<DistributorStats>> = plan.map(|d| {
+        Arc::new(crossbeam_utils::CachePadded::new(DistributorCounters::new(
+            d.ports.len(),
+            d.workers.len(),
+        )))
+    });
+
     // Hand each worker its queues and a pipeline of its own.
     let worker_flag = Arc::new(AtomicBool::new(false));
     let lcores = eal.worker_lcores();
@@ -578,6 +637,10 @@ pub fn run(
         flag: worker_flag.clone(),
         lcores: Vec::new(),
     };
+    // The distributor's done flag, raised when this drops: if start-up
+    // fails before the distributor runs, the fed workers already launched
+    // still see it and stop (declared after `guard`, so it drops first).
+    let mut pending_done = plan.map(|_| DoneFlag(feeder_done.clone()));
     for (w, wk) in cfg.workers.iter().enumerate() {
         let rx = res.worker_rx[w]
             .iter()
@@ -602,8 +665,12 @@ pub fn run(
             stage_names = pipeline.stage_names();
         }
         stage_counters.extend(pipeline.counters());
+        let fed = plan.and_then(|d| d.workers.iter().position(|&x| x == w));
+        let rings = fed.and_then(|k| consumers[k].take()).unwrap_or_default();
         let worker = Worker {
             rx,
+            rings,
+            feeder_done: fed.map(|_| feeder_done.clone()),
             tx,
             pipeline,
             index: w,
@@ -629,6 +696,40 @@ pub fn run(
         );
         guard.lcores.push(lcore);
     }
+    if let (Some(d), Some(st)) = (plan, &dist_stats) {
+        let rx =
+            d.rx.iter()
+                .map(|a| {
+                    let q = ports[a.port]
+                        .take_rx_queue(QueueId(a.queue))
+                        .expect("rx queue assigned once");
+                    (d.port_slot(a.port).expect("a polled port has a slot"), q)
+                })
+                .collect();
+        let dist = Distributor {
+            rx,
+            rings: std::mem::take(&mut producers),
+            steering: Steering::new(d.workers.len(), d.hash),
+            stats: st.clone(),
+            stop: worker_flag.clone(),
+            done: pending_done.take().expect("a done flag per distributor"),
+        };
+        let lcore = distributor_lcore(cfg);
+        if !lcores.contains(&lcore) {
+            // `dist` drops here and raises its done flag: the workers stop.
+            bail!("lcore {} for the distributor is not enabled", lcore.0);
+        }
+        // A failed launch drops the job, which raises the done flag too.
+        eal.launch(lcore, move || dist.run())
+            .with_context(|| format!("launching the distributor on core {}", d.core))?;
+        tracing::info!(
+            core = d.core,
+            cpu = eal.lcore_cpu(lcore),
+            workers = d.workers.len(),
+            "distributor started"
+        );
+        guard.lcores.push(lcore);
+    }
 
     // The operator's side: SIGHUP and the control socket reload; the
     // socket also answers `stats`.
@@ -641,7 +742,7 @@ pub fn run(
         learned,
         worker_stats.clone(),
     );
-    register_telemetry(&reloader, &worker_stats);
+    register_telemetry(&reloader, &worker_stats, dist_stats.clone());
     let control = match eal.runtime_dir() {
         Some(dir) => match ControlSocket::bind(Path::new(&dir)) {
             Ok(s) => {
@@ -723,6 +824,7 @@ pub fn run(
                         cfg,
                         &ports,
                         &worker_stats,
+                        plan.zip(dist_stats.as_deref()),
                         &reloader,
                         &stage_reports(&stage_counters, &tables.load()),
                     )),
@@ -746,7 +848,8 @@ pub fn run(
                 break;
             }
         }
-        let rx: u64 = worker_stats.iter().map(|s| s.rx.get()).sum();
+        let rx: u64 = worker_stats.iter().map(|s| s.rx.get()).sum::<u64>()
+            + dist_stats.as_ref().map_or(0, |d| d.base.rx.get());
         if rx != last_rx {
             last_rx = rx;
             last_rx_change = now;
@@ -763,7 +866,7 @@ pub fn run(
             if next_print <= now {
                 next_print = now + interval;
             }
-            let snaps: Vec<_> = worker_stats.iter().map(|s| s.snapshot()).collect();
+            let snaps = all_snapshots(&worker_stats, dist_stats.as_deref());
             let (rx, tx, drops) = stats::totals(&snaps);
             let dt = now.duration_since(prev_snapshot.2).as_secs_f64();
             let rx_mpps = (rx - prev_snapshot.0) as f64 / dt / 1e6;
@@ -771,11 +874,14 @@ pub fn run(
             prev_snapshot = (rx, tx, now);
             let dropped: u64 = drops.values().sum();
             let bal = stats::Balance::of(&snaps);
+            // The workers', then (ring mode) the distributor's as `rx:N%`.
             let busy: Vec<String> = snaps
                 .iter()
-                .map(|s| {
+                .enumerate()
+                .map(|(i, s)| {
                     format!(
-                        "{:.0}%",
+                        "{}{:.0}%",
+                        if i < worker_stats.len() { "" } else { "rx:" },
                         100.0 * s.busy_cycles as f64 / s.total_cycles.max(1) as f64
                     )
                 })
@@ -810,9 +916,21 @@ pub fn run(
     drop(ports); // closes: RX rings and PMD caches give their mbufs back
     let t_ports = Instant::now();
     let current = tables.load();
+    // The workers emptied their rings before they stopped.
+    for (i, r) in ring_handles.iter().enumerate() {
+        let left = r.count();
+        if left != 0 {
+            tracing::warn!(
+                ring = i,
+                left,
+                "a ring still holds packets after the workers stopped"
+            );
+        }
+    }
+    let all = all_snapshots(&worker_stats, dist_stats.as_deref());
+    let (rx, tx, drops) = stats::totals(&all);
+    let balance = stats::Balance::of(&all);
     let snaps: Vec<_> = worker_stats.iter().map(|s| s.snapshot()).collect();
-    let (rx, tx, drops) = stats::totals(&snaps);
-    let balance = stats::Balance::of(&snaps);
     if !balance.holds() {
         // Every path that frees, sends or reuses a buffer counts it once:
         // a packet that slipped through is a bug, say so.
@@ -827,10 +945,10 @@ pub fn run(
         tx,
         dropped: drops.values().sum(),
         drops,
-        originated: stats::originated_totals(&snaps),
+        originated: stats::originated_totals(&all),
         originated_total: balance.originated,
         consumed: balance.consumed,
-        events: stats::event_totals(&snaps),
+        events: stats::event_totals(&all),
         stages: stage_reports(&stage_counters, &current),
         tables: table_report(&current),
         reloads: reloader.counters.report(),
@@ -850,13 +968,18 @@ pub fn run(
                 counters: s,
             })
             .collect(),
+        distributor: plan
+            .zip(dist_stats.as_deref())
+            .map(|(d, st)| distributor_report(cfg, d, st)),
         mempool: MempoolReport {
             size: pool.size(),
             in_use: pool.in_use_count(),
         },
         hugepages: huge,
     };
-    // Table memory goes back on this thread, before the pool and EAL.
+    // Table memory goes back on this thread, before the pool and EAL; so
+    // do the rings (their ends went with the lcores' jobs).
+    drop(ring_handles);
     drop(reloader);
     drop(current);
     drop(tables);
@@ -873,6 +996,61 @@ pub fn run(
     Ok(report)
 }
 
+/// The workers' snapshots, then (ring mode) the distributor's: what the
+/// totals and the books are summed over (the distributor's `rx` is where
+/// ring-fed packets entered; its drops are `ring_full`).
+fn all_snapshots(
+    workers: &[Arc<WorkerStats>],
+    distributor: Option<&DistributorStats>,
+) -> Vec<WorkerSnapshot> {
+    workers
+        .iter()
+        .map(|s| s.snapshot())
+        .chain(distributor.map(|d| d.base.snapshot()))
+        .collect()
+}
+
+/// The distributor's part of the report.
+fn distributor_report(
+    cfg: &Config,
+    plan: &config::DistributorPlan,
+    st: &DistributorCounters,
+) -> DistributorReport {
+    let base = st.base.snapshot();
+    DistributorReport {
+        core: plan.core,
+        ring_size: plan.ring_size,
+        hash: match plan.hash {
+            config::DistributorHash::FiveTuple => "five_tuple",
+            config::DistributorHash::ThreeTuple => "three_tuple",
+        }
+        .into(),
+        rx: base.rx,
+        rx_ports: plan
+            .ports
+            .iter()
+            .zip(st.port_rx.iter())
+            .map(|(&p, c)| (cfg.ports[p].name.get_ref().clone(), c.get()))
+            .collect(),
+        dropped: base.dropped(),
+        drops: base.drops.clone(),
+        feeds: plan
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(k, &w)| FeedReport {
+                worker: w,
+                enqueued: st.enqueued[k].get(),
+                ring_full: st.ring_full[k].get(),
+            })
+            .collect(),
+        empty_polls: base.empty_polls,
+        busy_cycles: base.busy_cycles,
+        total_cycles: base.total_cycles,
+        bursts: base.bursts,
+    }
+}
+
 /// `/dataplane/stats` keys of the originated counters (one flat namespace
 /// with the drop reasons), in [`Originated`] order.
 const ORIGINATED_KEYS: [&str; Originated::COUNT] = [
@@ -886,7 +1064,11 @@ const ORIGINATED_KEYS: [&str; Originated::COUNT] = [
 /// `/dataplane/stats` (rx, tx, drops by reason, originated packets in total
 /// and by kind, consumed, summed over workers) and `/dataplane/reloads`.
 /// They hold counters only, never the tables.
-fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
+fn register_telemetry(
+    reloader: &Reloader,
+    workers: &[Arc<WorkerStats>],
+    distributor: Option<Arc<DistributorStats>>,
+) {
     let counters = Arc::clone(&reloader.counters);
     let reloads = crate::dpdk::telemetry::register(
         "/dataplane/reloads",
@@ -903,9 +1085,12 @@ fn register_telemetry(reloader: &Reloader, workers: &[Arc<WorkerStats>]) {
     let ws = workers.to_vec();
     let stats = crate::dpdk::telemetry::register(
         "/dataplane/stats",
-        "Packets received and sent, drops by reason, summed over workers",
+        "Packets received and sent, drops by reason, summed over workers (and the distributor)",
         move || {
-            let sum = |f: &dyn Fn(&WorkerStats) -> u64| ws.iter().map(|w| f(w)).sum::<u64>();
+            let sum = |f: &dyn Fn(&crate::stats::WorkerCounters) -> u64| {
+                ws.iter().map(|w| f(w)).sum::<u64>()
+                    + distributor.as_ref().map_or(0, |d| f(&d.base))
+            };
             let mut v = vec![("rx", sum(&|w| w.rx.get())), ("tx", sum(&|w| w.tx.get()))];
             for r in crate::pipeline::DropReason::ALL {
                 v.push((r.name(), sum(&|w| w.drops[r as usize].get())));
@@ -948,6 +1133,12 @@ fn port_report(p: &config::PortSection, port: &Port) -> PortReport {
         ierrors: s.ierrors,
         oerrors: s.oerrors,
         rx_nombuf: s.rx_nombuf,
+        rx_queue_packets: s
+            .q_ipackets
+            .iter()
+            .take(usize::from(*p.rx_queues.get_ref()))
+            .copied()
+            .collect(),
         kernel_iface: kernel.map(|(i, _)| i.to_owned()),
         kernel_rx_packets: kernel.map(|(_, k)| k.rx_packets),
         kernel_rx_dropped: kernel.map(|(_, k)| k.rx_dropped),
@@ -961,24 +1152,28 @@ fn live_stats(
     cfg: &Config,
     ports: &[Port],
     workers: &[Arc<WorkerStats>],
+    distributor: Option<(&config::DistributorPlan, &DistributorStats)>,
     reloader: &Reloader,
     stages: &std::collections::BTreeMap<String, serde_json::Value>,
 ) -> serde_json::Value {
+    let all = all_snapshots(workers, distributor.map(|(_, st)| st));
+    let (rx, tx, drops) = stats::totals(&all);
+    let balance = stats::Balance::of(&all);
     let snaps: Vec<_> = workers.iter().map(|s| s.snapshot()).collect();
-    let (rx, tx, drops) = stats::totals(&snaps);
-    let balance = stats::Balance::of(&snaps);
+    let dist = distributor.map(|(plan, st)| distributor_report(cfg, plan, st));
     serde_json::json!({
         "rx": rx,
         "tx": tx,
         "dropped": drops.values().sum::<u64>(),
         "drops": drops,
-        "originated": stats::originated_totals(&snaps),
+        "originated": stats::originated_totals(&all),
         "originated_total": balance.originated,
         "consumed": balance.consumed,
-        "events": stats::event_totals(&snaps),
+        "events": stats::event_totals(&all),
         "reloads": reloader.counters.report(),
         "ports": cfg.ports.iter().zip(ports).map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
         "workers": snaps,
+        "distributor": dist,
         "stages": stages,
     })
 }

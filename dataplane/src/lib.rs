@@ -10,6 +10,7 @@ pub mod burst;
 pub mod config;
 pub mod control;
 pub mod daemon;
+pub mod distributor;
 pub mod dpdk;
 pub mod flow;
 pub mod gen;

@@ -100,9 +100,16 @@ fn main() {
 fn real_main(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Check { config } => {
-            let (cfg, _) = Config::load(&config)?;
+            let (cfg, res) = Config::load(&config)?;
+            let ring = res.distributor.as_ref().map_or(String::new(), |d| {
+                format!(
+                    ", ring mode: distributor on CPU {} feeds {} worker(s)",
+                    d.core,
+                    d.workers.len()
+                )
+            });
             println!(
-                "{}: ok ({} ports, {} workers, pipeline: {})",
+                "{}: ok ({} ports, {} workers, pipeline: {}{ring})",
                 config.display(),
                 cfg.ports.len(),
                 cfg.workers.len(),
@@ -225,6 +232,19 @@ fn print_report(r: &dataplane::stats::FinalReport) {
                 "       kernel {iface}: rx_packets={rx} rx_dropped={dropped} ring_dropped={ring}"
             );
         }
+    }
+    if let Some(d) = &r.distributor {
+        println!(
+            "  distributor (CPU {}): rx={} ring_full={} enqueued by worker: {}",
+            d.core,
+            d.rx,
+            d.dropped,
+            d.feeds
+                .iter()
+                .map(|f| format!("{}={}", f.worker, f.enqueued))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
     }
     if r.drops.is_empty() {
         println!("  drops: none");

@@ -85,7 +85,11 @@ impl Originated {
 /// One worker's counters.
 #[derive(Debug, Default)]
 pub struct WorkerCounters {
+    /// Packets received from RX queues (where they entered the daemon).
     pub rx: Counter,
+    /// Ring mode: packets taken from the distributor's rings (counted as
+    /// `rx` once, by the distributor, where they entered).
+    pub ring_rx: Counter,
     pub tx: Counter,
     pub drops: [Counter; DropReason::COUNT],
     pub events: [Counter; Event::COUNT],
@@ -109,6 +113,69 @@ pub struct WorkerCounters {
 /// Cache-line padded so workers never share a line.
 pub type WorkerStats = CachePadded<WorkerCounters>;
 
+/// The distributor's counters (ring mode), written only by its lcore.
+#[derive(Debug)]
+pub struct DistributorCounters {
+    /// `rx` (every port), `drops` (`ring_full`), `bursts`, `empty_polls`,
+    /// `busy_cycles`, `total_cycles`; the other fields stay 0. Summed with
+    /// the workers' for the totals, so `rx` counts each packet once, where
+    /// it entered.
+    pub base: WorkerCounters,
+    /// Packets received per port it polls, in the plan's port order.
+    pub port_rx: Box<[Counter]>,
+    /// Packets handed to each fed worker, in the plan's worker order.
+    pub enqueued: Box<[Counter]>,
+    /// Packets dropped because that worker's ring was full.
+    pub ring_full: Box<[Counter]>,
+}
+
+/// Padded like [`WorkerStats`].
+pub type DistributorStats = CachePadded<DistributorCounters>;
+
+impl DistributorCounters {
+    pub fn new(ports: usize, workers: usize) -> DistributorCounters {
+        let counters = |n: usize| (0..n).map(|_| Counter::default()).collect();
+        DistributorCounters {
+            base: WorkerCounters::default(),
+            port_rx: counters(ports),
+            enqueued: counters(workers),
+            ring_full: counters(workers),
+        }
+    }
+}
+
+/// The distributor in the report: what it received per port and handed
+/// to each worker. Its books: `rx = Σ feeds.enqueued + dropped`, and each
+/// feed's `enqueued` is its worker's `ring_rx` once the workers have
+/// drained their rings (at exit).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DistributorReport {
+    pub core: u32,
+    pub ring_size: u32,
+    /// `five_tuple` or `three_tuple`.
+    pub hash: String,
+    pub rx: u64,
+    /// Packets received per port name.
+    pub rx_ports: BTreeMap<String, u64>,
+    pub dropped: u64,
+    /// Non-zero drop counters by reason (`ring_full`).
+    pub drops: BTreeMap<String, u64>,
+    pub feeds: Vec<FeedReport>,
+    pub empty_polls: u64,
+    pub busy_cycles: u64,
+    pub total_cycles: u64,
+    pub bursts: u64,
+}
+
+/// One fed worker, as the distributor saw it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FeedReport {
+    /// Worker index (`workers[i]` in the report).
+    pub worker: usize,
+    pub enqueued: u64,
+    pub ring_full: u64,
+}
+
 impl WorkerCounters {
     #[inline(always)]
     pub fn count_drop(&self, reason: DropReason, n: u64) {
@@ -130,6 +197,7 @@ impl WorkerCounters {
     pub fn snapshot(&self) -> WorkerSnapshot {
         WorkerSnapshot {
             rx: self.rx.get(),
+            ring_rx: self.ring_rx.get(),
             tx: self.tx.get(),
             drops: DropReason::ALL
                 .iter()
@@ -158,7 +226,11 @@ impl WorkerCounters {
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct WorkerSnapshot {
+    /// From RX queues.
     pub rx: u64,
+    /// From the distributor's rings (ring mode); a worker's books are
+    /// `rx + ring_rx + originated = tx + dropped + consumed`.
+    pub ring_rx: u64,
     pub tx: u64,
     /// Non-zero drop counters by reason name.
     pub drops: BTreeMap<String, u64>,
@@ -211,6 +283,10 @@ pub struct PortReport {
     pub ierrors: u64,
     pub oerrors: u64,
     pub rx_nombuf: u64,
+    /// Packets received per RX queue, as the driver counts them (0 where
+    /// it keeps no per-queue counts): with several workers, each queue's
+    /// count is what its worker received.
+    pub rx_queue_packets: Vec<u64>,
     /// `net_af_packet` ports only (the PMD reports no receive drops): the
     /// kernel interface, and its counters since the port was configured.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -285,6 +361,9 @@ pub struct FinalReport {
     pub cycles_per_packet: BTreeMap<String, f64>,
     pub ports: Vec<PortReport>,
     pub workers: Vec<WorkerReport>,
+    /// Ring mode only: the receiving core.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributor: Option<DistributorReport>,
     pub mempool: MempoolReport,
     pub hugepages: bool,
 }
@@ -303,10 +382,13 @@ pub fn totals(workers: &[WorkerSnapshot]) -> (u64, u64, BTreeMap<String, u64>) {
     (rx, tx, drops)
 }
 
-/// Packets by where they came from and went, summed over workers: what
+/// Packets by where they came from and went, summed over workers (and the
+/// distributor's counters, in ring mode: its `rx` and `ring_full`): what
 /// the accounting identity `rx + originated = tx + dropped + consumed`
 /// relates. Exact once the workers have stopped (while they run, packets
-/// in their TX buffers are in neither `tx` nor a drop yet).
+/// in their TX buffers, and in ring mode in the rings, are in neither `tx`
+/// nor a drop yet). `ring_rx` is a hand-over between cores, not an
+/// arrival: it is not in `rx`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Balance {
     pub rx: u64,

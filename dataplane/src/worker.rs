@@ -9,9 +9,17 @@
 //! worker sends what it decided under the old tables, rebinds its pipeline
 //! to the new set at that burst boundary and acknowledges the generation in
 //! its counters (see [`crate::tables::set`]).
+//!
+//! In ring mode a worker's input is the distributor's rings instead (one
+//! per input port, polled like RX queues; what comes out of them is
+//! counted as `ring_rx`, the distributor having counted it as `rx`). At
+//! stop it keeps taking from its rings until the distributor has raised
+//! its done flag and the rings are empty, so every packet handed to it is
+//! sent, dropped or consumed, and none is left in a ring.
 use crate::burst::{Burst, BURST_SIZE};
 use crate::dpdk::mbuf::free_bulk;
 use crate::dpdk::port::{RxQueue, TxQueue};
+use crate::dpdk::ring::RingConsumer;
 use crate::dpdk::{rdtsc, Mbuf};
 use crate::pipeline::{new_meta_burst, DropReason, Output, Pipeline, StageCtx};
 use crate::stats::WorkerStats;
@@ -23,6 +31,10 @@ use std::sync::Arc;
 pub struct Worker {
     /// (port index, queue) pairs this worker polls.
     pub rx: Vec<(u16, RxQueue)>,
+    /// Ring mode: (input port index, ring) pairs the distributor feeds.
+    pub rings: Vec<(u16, RingConsumer)>,
+    /// Ring mode: raised by the distributor once it enqueues no more.
+    pub feeder_done: Option<Arc<AtomicBool>>,
     /// This worker's TX queue on each port, by port index.
     pub tx: Vec<TxQueue>,
     pub pipeline: Pipeline,
@@ -157,6 +169,8 @@ impl Worker {
     pub fn run(self) -> i32 {
         let Worker {
             mut rx,
+            mut rings,
+            feeder_done,
             tx,
             mut pipeline,
             index,
@@ -217,11 +231,35 @@ impl Worker {
                     dispatch_slot,
                 );
             }
-            if got == 0 {
+            let mut from_rings = 0usize;
+            for (port, r) in rings.iter_mut() {
+                let n = r.dequeue_burst(&mut burst);
+                if n == 0 {
+                    continue;
+                }
+                from_rings += n;
+                let ctx = StageCtx {
+                    now: t0,
+                    tsc_hz,
+                    counters: &stats,
+                };
+                pipeline.run_and_dispatch(
+                    &mut burst,
+                    &mut meta,
+                    *port,
+                    &ctx,
+                    &mut out,
+                    dispatch_slot,
+                );
+            }
+            if got == 0 && from_rings == 0 {
                 stats.empty_polls.add(1);
                 busy_run = 0;
             } else {
                 stats.rx.add(got as u64);
+                if from_rings != 0 {
+                    stats.ring_rx.add(from_rings as u64);
+                }
                 stats.bursts.add(1);
                 out.free_drops();
                 span_busy = true;
@@ -243,9 +281,69 @@ impl Worker {
             }
             t0 = t1;
         }
+        if let Some(done) = feeder_done {
+            drain_rings(
+                &mut rings,
+                &done,
+                &mut pipeline,
+                &mut burst,
+                &mut meta,
+                &mut out,
+                &stats,
+                tsc_hz,
+                dispatch_slot,
+            );
+        }
         out.flush_all();
         out.free_drops();
         stats.total_cycles.set(rdtsc() - start);
         0
+    }
+}
+
+/// Ring mode's last pass at stop: everything the distributor enqueued goes
+/// through the pipeline (the distributor stops receiving first; once its
+/// done flag is seen, acquire, and the rings are empty, nothing more can
+/// come). Bounded by what the rings hold.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn drain_rings(
+    rings: &mut [(u16, RingConsumer)],
+    done: &AtomicBool,
+    pipeline: &mut Pipeline,
+    burst: &mut Burst<Mbuf, BURST_SIZE>,
+    meta: &mut crate::pipeline::MetaBurst,
+    out: &mut TxBuffers,
+    stats: &WorkerStats,
+    tsc_hz: u64,
+    dispatch_slot: usize,
+) {
+    loop {
+        let finished = done.load(Ordering::Acquire);
+        let mut got = 0u64;
+        for (port, r) in rings.iter_mut() {
+            loop {
+                let n = r.dequeue_burst(burst);
+                if n == 0 {
+                    break;
+                }
+                got += n as u64;
+                let ctx = StageCtx {
+                    now: rdtsc(),
+                    tsc_hz,
+                    counters: stats,
+                };
+                pipeline.run_and_dispatch(burst, meta, *port, &ctx, out, dispatch_slot);
+                out.free_drops();
+            }
+        }
+        stats.ring_rx.add(got);
+        if finished && got == 0 {
+            return;
+        }
+        if got == 0 {
+            std::hint::spin_loop();
+        }
     }
 }

@@ -132,7 +132,13 @@ impl RunResult {
 /// A packet whose buffer the router reused for a message of its own (ARP
 /// request, neighbour solicitation, time exceeded) is counted as a drop and,
 /// once more, as originated and sent; every other packet is sent, dropped
-/// or consumed exactly once. [`run_daemon`] and [`Daemon::stop`] check every
+/// or consumed exactly once. In ring mode a worker's input is also what it
+/// took from the distributor's rings (`ring_rx`), and the distributor's
+/// books are checked too: it received `rx` (Σ `rx_ports`), handed
+/// `enqueued` to each worker, exactly that worker's `ring_rx` (the rings
+/// are empty at exit), and dropped the rest as `ring_full`; the total `rx`
+/// counts each packet once, where it entered (the workers' own RX queues
+/// and the distributor's). [`run_daemon`] and [`Daemon::stop`] check every
 /// report they read with it.
 pub fn assert_accounting(report: &Value) {
     let n = |v: &Value, k: &str| -> u64 {
@@ -169,10 +175,60 @@ pub fn assert_accounting(report: &Value) {
     );
     balance(report, "accounting");
     let workers = report["workers"].as_array().expect("workers in the report");
+    let ring_rx = |w: &Value| w["ring_rx"].as_u64().unwrap_or(0);
+    let dist = &report["distributor"];
+    let dist_rx = if dist.is_null() { 0 } else { n(dist, "rx") };
+    assert_eq!(
+        n(report, "rx"),
+        workers.iter().map(|w| n(w, "rx")).sum::<u64>() + dist_rx,
+        "rx = Σ workers' rx + the distributor's rx (each packet once, where it entered)"
+    );
+    if dist.is_null() {
+        assert!(
+            workers.iter().all(|w| ring_rx(w) == 0),
+            "ring_rx without a distributor"
+        );
+    } else {
+        let feeds = dist["feeds"].as_array().expect("distributor feeds");
+        let enqueued: u64 = feeds.iter().map(|f| n(f, "enqueued")).sum();
+        let full: u64 = feeds.iter().map(|f| n(f, "ring_full")).sum();
+        assert_eq!(
+            n(dist, "dropped"),
+            sum(&dist["drops"]),
+            "distributor: dropped = Σ drops"
+        );
+        assert_eq!(
+            n(dist, "dropped"),
+            full,
+            "distributor: dropped = Σ feeds' ring_full"
+        );
+        assert_eq!(
+            sum(&dist["rx_ports"]),
+            dist_rx,
+            "distributor: rx = Σ rx_ports"
+        );
+        assert_eq!(
+            dist_rx,
+            enqueued + full,
+            "distributor: rx {dist_rx} != enqueued {enqueued} + ring_full {full}"
+        );
+        for (i, w) in workers.iter().enumerate() {
+            let handed: u64 = feeds
+                .iter()
+                .filter(|f| f["worker"].as_u64() == Some(i as u64))
+                .map(|f| n(f, "enqueued"))
+                .sum();
+            assert_eq!(
+                ring_rx(w),
+                handed,
+                "worker {i}: ring_rx != what the distributor enqueued for it (a ring not drained?)"
+            );
+        }
+    }
     for (i, w) in workers.iter().enumerate() {
         // Workers carry the parts; build their totals the same way.
         let w = serde_json::json!({
-            "rx": n(w, "rx"),
+            "rx": n(w, "rx") + ring_rx(w),
             "tx": n(w, "tx"),
             "dropped": sum(&w["drops"]),
             "originated_total": sum(&w["originated"]),

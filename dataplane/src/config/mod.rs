@@ -40,12 +40,44 @@ pub struct RxAssignment {
     pub queue: u16,
 }
 
+/// Ring mode (`[distributor]`), resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistributorPlan {
+    /// CPU of the receiving core.
+    pub core: u32,
+    /// The RX queues it polls.
+    pub rx: Vec<RxAssignment>,
+    /// The ports among them, each once, in the order first listed: there is
+    /// one ring per (port, fed worker), so a worker knows each packet's
+    /// input port from the ring it came through.
+    pub ports: Vec<usize>,
+    /// The workers it feeds (those without `rx`), by worker index.
+    pub workers: Vec<usize>,
+    pub ring_size: u32,
+    pub hash: DistributorHash,
+}
+
+impl DistributorPlan {
+    /// Slot of port index `port` in [`DistributorPlan::ports`].
+    pub fn port_slot(&self, port: usize) -> Option<usize> {
+        self.ports.iter().position(|&p| p == port)
+    }
+
+    /// Rings in all: one per (port, fed worker).
+    pub fn rings(&self) -> usize {
+        self.ports.len() * self.workers.len()
+    }
+}
+
 /// Everything validation derives once so later stages need not recompute.
 #[derive(Debug, Clone)]
 pub struct Resolved {
     pub port_index: HashMap<String, usize>,
-    /// Per worker, the (port index, queue) pairs it polls.
+    /// Per worker, the (port index, queue) pairs it polls (empty for a
+    /// worker the distributor feeds).
     pub worker_rx: Vec<Vec<RxAssignment>>,
+    /// Ring mode: the distributor and the workers it feeds.
+    pub distributor: Option<DistributorPlan>,
     /// Per port, its tx queue count.
     pub tx_queues: Vec<u16>,
     /// For the forward stage: output port index per input port index.
@@ -133,6 +165,7 @@ impl Config {
         cfg.resolve_routes(&loc, &mut resolved)?;
         cfg.resolve_lb(&loc, &mut resolved)?;
         cfg.check_cores(&loc, host, &mut resolved)?;
+        cfg.check_distributor_core(&loc, host, &mut resolved)?;
         cfg.check_mempool(&loc)?;
         cfg.check_memory(&loc, &mut resolved);
         Ok((cfg, resolved))
@@ -148,9 +181,15 @@ impl Config {
             n += u64::from(*p.rx_queues.get_ref()) * u64::from(p.rx_desc);
             n += u64::from(resolved.tx_queues[i]) * u64::from(p.tx_desc);
         }
-        let workers = self.workers.len().max(1) as u64;
+        // The distributor's lcore has a pool cache too, and its rings hold
+        // mbufs: room for every ring full at once.
+        let lcores = (self.workers.len() + usize::from(resolved.distributor.is_some())).max(1);
+        let workers = lcores as u64;
         n +=
             workers * (u64::from(*self.mempool.cache.get_ref()) + 4 * 64 * self.ports.len() as u64);
+        if let Some(d) = &resolved.distributor {
+            n += d.rings() as u64 * u64::from(d.ring_size - 1);
+        }
         n += 8192; // pcap replay preload, control traffic, headroom
                    // Mempools are most memory-efficient at 2^k - 1.
         let n = n.next_power_of_two() - 1;

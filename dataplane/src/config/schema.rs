@@ -22,6 +22,9 @@ pub struct Config {
     pub ports: Vec<PortSection>,
     #[serde(rename = "worker", default)]
     pub workers: Vec<WorkerSection>,
+    /// Ring mode: one receiving core that spreads its ports' packets by
+    /// flow over the workers that have no `rx` of their own.
+    pub distributor: Option<Spanned<DistributorSection>>,
     pub forward: Option<Spanned<ForwardConfig>>,
     pub acl: Option<Spanned<AclConfig>>,
     pub route: Option<Spanned<RouteSection>>,
@@ -226,8 +229,53 @@ fn yes() -> bool {
 pub struct WorkerSection {
     /// CPU the worker is pinned to.
     pub core: Spanned<u32>,
+    /// RX queues it polls: `"port"` (queue 0) or `"port:queue"`. Omitted:
+    /// the `[distributor]` feeds it through rings.
+    pub rx: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// `[distributor]` (ring mode): one core receives from `rx`, hashes each
+/// packet's flow and hands it, zero-copy through a single-producer/
+/// single-consumer `rte_ring` per (input port, worker), to one of the
+/// workers that have no `rx` of their own.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistributorSection {
+    /// CPU of the receiving core.
+    pub core: Spanned<u32>,
     /// RX queues it polls: `"port"` (queue 0) or `"port:queue"`.
     pub rx: Spanned<Vec<Spanned<String>>>,
+    /// Slots of each ring: a power of two, 64..=65536; a ring holds
+    /// `ring_size - 1` packets.
+    #[serde(default = "default_ring_size")]
+    pub ring_size: Spanned<u32>,
+    /// What the flow hash covers.
+    #[serde(default)]
+    pub hash: DistributorHash,
+}
+
+impl DistributorSection {
+    pub const DEFAULT_RING_SIZE: u32 = 1024;
+    pub const MIN_RING_SIZE: u32 = 64;
+    pub const MAX_RING_SIZE: u32 = 65536;
+}
+
+fn default_ring_size() -> Spanned<u32> {
+    Spanned::new(0..0, DistributorSection::DEFAULT_RING_SIZE)
+}
+
+/// The fields of a packet the distributor's flow hash covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DistributorHash {
+    /// Addresses, protocol and L4 ports; IP fragments (the first one
+    /// included) by addresses and protocol, so a datagram's fragments stay
+    /// together.
+    #[default]
+    FiveTuple,
+    /// Addresses and protocol only: every packet between two hosts, whole
+    /// or fragmented, reaches the same worker (coarser spread).
+    ThreeTuple,
 }
 
 #[derive(Debug, Clone, Deserialize)]

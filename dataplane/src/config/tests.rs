@@ -105,6 +105,43 @@ fn shipped_configs_are_valid() {
     assert!(n > 0, "no configs found in {}", dir.display());
 }
 
+/// The bench templates (`config/bench/`, rendered by scripts/bench.sh) are
+/// valid configs once their `@NAME@` strings are filled in; the values
+/// bench.sh sets on lines marked `# @NAME@` are valid as they stand.
+#[test]
+fn bench_templates_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/bench");
+    let tmp = std::env::temp_dir().join(format!("dp-bench-tmpl-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        tmp.join("routes"),
+        "198.18.0.0/24 10.0.0.2\n198.18.1.0/24 10.0.1.2\n",
+    )
+    .unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("@PREFIX@", "t")
+            .replace("@FEED0@", "f0.pcap")
+            .replace("@FEED1@", "f1.pcap")
+            .replace("@HUGEPAGES@", "off")
+            .replace("@ROUTES@", "routes");
+        let name = p.display().to_string();
+        let (_, res) = Config::parse_in(&src, &name, &tmp).unwrap_or_else(|e| panic!("{e}"));
+        if name.ends_with("ring.toml") {
+            assert!(res.distributor.is_some(), "{name}: ring mode");
+        }
+        n += 1;
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(n >= 6, "{n} templates in {}", dir.display());
+}
+
 #[test]
 fn unknown_key_names_line_and_field() {
     let (line, field, msg) = err(&bad("memory_mb = 256", "memory_mb = 256\nmemroy = 3"));
@@ -716,4 +753,260 @@ fn too_little_eal_memory_for_the_route_tables_is_a_warning() {
         .1
         .warnings
         .is_empty());
+}
+
+/// Ring mode: two ports, two workers without `rx`, fed by a distributor.
+const RING: &str = r#"pipeline = ["forward"]
+
+[eal]
+file_prefix = "t"
+hugepages = "off"
+
+[[port]]
+name = "in"
+device = "net_pcap0,rx_pcap=a.pcap"
+
+[[port]]
+name = "out"
+device = "net_pcap1,rx_pcap=b.pcap"
+
+[[worker]]
+core = 1
+
+[[worker]]
+core = 2
+
+[distributor]
+core = 3
+rx = ["in", "out"]
+ring_size = 2048
+
+[forward]
+pairs = [["in", "out"]]
+"#;
+
+/// Replaces the first occurrence of `from` in RING.
+fn ring(from: &str, to: &str) -> String {
+    assert!(RING.contains(from), "{from}");
+    RING.replacen(from, to, 1)
+}
+
+#[test]
+fn ring_mode_resolves() {
+    let (cfg, res) = Config::parse(RING, "ring.toml").unwrap();
+    let d = res.distributor.as_ref().unwrap();
+    assert_eq!(d.core, 3);
+    assert_eq!(d.ports, vec![0, 1]);
+    assert_eq!(d.workers, vec![0, 1]);
+    assert_eq!(d.ring_size, 2048);
+    assert_eq!(d.hash, DistributorHash::FiveTuple);
+    assert_eq!(d.rings(), 4);
+    assert_eq!(
+        d.rx,
+        vec![
+            RxAssignment { port: 0, queue: 0 },
+            RxAssignment { port: 1, queue: 0 }
+        ]
+    );
+    assert!(res.worker_rx.iter().all(Vec::is_empty));
+    assert_eq!(res.tx_queues, vec![2, 2], "each worker its own TX queue");
+    // The rings' mbufs are in the pool (every ring full at once).
+    assert!(cfg.mempool_size(&res) >= 4 * 2047 + 8192);
+    let (args, _) = crate::daemon::eal_args(&cfg, &[]).unwrap();
+    assert!(
+        args.contains(&"--lcores=0@0,1@1,2@2,3@3".to_owned()),
+        "{args:?}"
+    );
+    let (_, res) = Config::parse(
+        &ring("ring_size = 2048", "hash = \"three_tuple\""),
+        "r.toml",
+    )
+    .unwrap();
+    let d = res.distributor.unwrap();
+    assert_eq!((d.ring_size, d.hash), (1024, DistributorHash::ThreeTuple));
+}
+
+/// A distributor may feed some workers while others poll queues of their
+/// own (a multi-queue NIC beside a single-queue device).
+#[test]
+fn ring_mode_beside_run_to_completion() {
+    let src = ring(
+        "[[worker]]\ncore = 2\n",
+        "[[worker]]\ncore = 2\nrx = [\"out\"]\n",
+    )
+    .replace(
+        "rx = [\"in\", \"out\"]\nring_size",
+        "rx = [\"in\"]\nring_size",
+    );
+    let (_, res) = Config::parse(&src, "r.toml").unwrap();
+    let d = res.distributor.unwrap();
+    assert_eq!((d.workers, d.ports), (vec![0], vec![0]));
+    assert_eq!(res.worker_rx[1], vec![RxAssignment { port: 1, queue: 0 }]);
+}
+
+fn ring_err(src: &str) -> (usize, String, String) {
+    match Config::parse(src, "ring.toml") {
+        Ok(_) => panic!("config should have failed:\n{src}"),
+        Err(e) => invalid(e),
+    }
+}
+
+#[test]
+fn worker_without_rx_needs_a_distributor() {
+    let src = ring(
+        "[distributor]\ncore = 3\nrx = [\"in\", \"out\"]\nring_size = 2048\n",
+        "",
+    );
+    let (line, field, msg) = ring_err(&src);
+    assert_eq!((line, field.as_str()), (16, "worker[0].rx"));
+    assert!(
+        msg.contains("no `rx` and there is no [distributor]"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn worker_with_an_empty_rx_list() {
+    let (line, field, msg) = ring_err(&ring("core = 2\n", "core = 2\nrx = []\n"));
+    assert_eq!((line, field.as_str()), (20, "worker[1].rx"));
+    assert!(msg.contains("at least one rx queue"), "{msg}");
+}
+
+#[test]
+fn distributor_with_no_worker_to_feed() {
+    let src = ring("core = 1\n", "core = 1\nrx = [\"in\"]\n")
+        .replace("core = 2\n", "core = 2\nrx = [\"out\"]\n")
+        .replace("rx = [\"in\", \"out\"]\nring_size", "rx = []\nring_size");
+    let (line, field, msg) = ring_err(&src);
+    assert_eq!((line, field.as_str()), (23, "distributor"));
+    assert!(msg.contains("every [[worker]] has one"), "{msg}");
+}
+
+#[test]
+fn distributor_rx_errors() {
+    let (line, field, msg) = ring_err(&ring("rx = [\"in\", \"out\"]", "rx = []"));
+    assert_eq!((line, field.as_str()), (23, "distributor.rx"));
+    assert!(msg.contains("at least one rx queue"), "{msg}");
+    let (line, field, msg) = ring_err(&ring("rx = [\"in\", \"out\"]", "rx = [\"in\", \"nope\"]"));
+    assert_eq!((line, field.as_str()), (23, "distributor.rx"));
+    assert!(
+        msg.contains("unknown port `nope` (ports: in, out)"),
+        "{msg}"
+    );
+    let (line, field, msg) = ring_err(&ring("rx = [\"in\", \"out\"]", "rx = [\"in:1\"]"));
+    assert_eq!((line, field.as_str()), (23, "distributor.rx"));
+    assert!(
+        msg.contains("port `in` has 1 rx queue(s); queue 1 does not exist"),
+        "{msg}"
+    );
+    let (_, field, msg) = ring_err(&ring("rx = [\"in\", \"out\"]", "rx = [\"in:x\"]"));
+    assert_eq!(field, "distributor.rx");
+    assert!(msg.contains("queue `x` is not a number"), "{msg}");
+    let (_, field, msg) = ring_err(&ring("rx = [\"in\", \"out\"]", "rx = [\"in\", \"in:0\"]"));
+    assert_eq!(field, "distributor.rx");
+    assert!(
+        msg.contains("rx queue in:0 is already polled by the distributor"),
+        "{msg}"
+    );
+    // A queue a worker polls.
+    let src = ring("core = 2\n", "core = 2\nrx = [\"out\"]\n");
+    let (line, field, msg) = ring_err(&src);
+    assert_eq!((line, field.as_str()), (24, "distributor.rx"));
+    assert!(
+        msg.contains("rx queue out:0 is already polled by worker[1]"),
+        "{msg}"
+    );
+    // A queue nobody polls.
+    let src = ring(
+        "device = \"net_pcap0,rx_pcap=a.pcap\"",
+        "device = \"net_pcap0\"\nrx_queues = 2",
+    );
+    let (_, field, msg) = ring_err(&src);
+    assert_eq!(field, "port[0].rx_queues");
+    assert!(
+        msg.contains("rx queue in:1 is polled by no worker"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn ring_size_must_be_a_power_of_two_in_range() {
+    for bad_size in ["1000", "32", "131072", "0"] {
+        let (line, field, msg) = ring_err(&ring("2048", bad_size));
+        assert_eq!(
+            (line, field.as_str()),
+            (24, "distributor.ring_size"),
+            "{bad_size}"
+        );
+        assert!(
+            msg.contains("must be a power of two from 64 to 65536"),
+            "{msg}"
+        );
+    }
+    let (line, field, _) = ring_err(&ring("2048", "-1"));
+    assert_eq!((line, field.as_str()), (24, "distributor.ring_size"));
+}
+
+#[test]
+fn distributor_section_keys() {
+    let (line, field, msg) = ring_err(&ring("ring_size = 2048", "ring_size = 2048\nbatch = 4"));
+    assert_eq!((line, field.as_str()), (25, "distributor.batch"));
+    assert!(msg.contains("unknown field `batch`"), "{msg}");
+    let (line, field, msg) = ring_err(&ring("ring_size = 2048", "hash = \"crc\""));
+    assert_eq!((line, field.as_str()), (24, "distributor.hash"));
+    assert!(msg.contains("unknown variant `crc`"), "{msg}");
+    let (_, _, msg) = ring_err(&ring("core = 3\n", ""));
+    assert!(msg.contains("missing field `core`"), "{msg}");
+}
+
+#[test]
+fn distributor_core_is_checked_against_the_host() {
+    assert!(parse_on(RING, "0-3").is_ok());
+    let (line, field, msg) = invalid(parse_on(&ring("core = 3", "core = 7"), "0-3").unwrap_err());
+    assert_eq!((line, field.as_str()), (22, "distributor.core"));
+    assert!(
+        msg.contains("CPU 7 does not exist or is offline (online CPUs: 0-3)"),
+        "{msg}"
+    );
+    // Sharing a CPU with a worker or the control thread: warnings.
+    let (_, res) = parse_on(RING, "0-3").unwrap();
+    assert!(res.warnings.is_empty(), "{:?}", res.warnings);
+    let (_, res) = parse_on(&ring("core = 3", "core = 2"), "0-3").unwrap();
+    let w: Vec<String> = res.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("test.toml:22:8: distributor.core: CPU 2 is also worker[1].core"),
+        "{w:?}"
+    );
+    let (_, res) = parse_on(&ring("core = 3", "core = 0"), "0-3").unwrap();
+    let w: Vec<String> = res.warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        w.iter()
+            .any(|w| w.contains("distributor.core: CPU 0 is also eal.control_core")),
+        "{w:?}"
+    );
+}
+
+/// Each worker transmits on a TX queue of its own, and `net_pcap` makes one
+/// per TX file: a port with fewer files than workers is a `check` error
+/// (without any, DPDK decides).
+#[test]
+fn pcap_port_needs_a_tx_file_per_worker() {
+    let src = ring("rx_pcap=a.pcap\"", "rx_pcap=a.pcap,tx_pcap=o.pcap\"");
+    let (line, field, msg) = ring_err(&src);
+    assert_eq!((line, field.as_str()), (9, "port[0].device"));
+    assert!(
+        msg.contains("(1 here) and this port needs 2 (one per worker)"),
+        "{msg}"
+    );
+    let two = ring(
+        "rx_pcap=a.pcap\"",
+        "rx_pcap=a.pcap,tx_pcap=o0.pcap,tx_pcap=o1.pcap\"",
+    );
+    assert!(Config::parse(&two, "r.toml").is_ok());
+    assert_eq!(
+        super::validate::pcap_tx_files("net_pcap3,iface=eth0"),
+        Some(1)
+    );
+    assert_eq!(super::validate::pcap_tx_files("net_null0,tx_pcap=x"), None);
 }

@@ -87,8 +87,9 @@ impl Config {
         }
 
         let mut cores = HashSet::new();
-        let mut polled: HashMap<(usize, u16), usize> = HashMap::new();
+        let mut polled: HashMap<(usize, u16), Poller> = HashMap::new();
         let mut worker_rx = Vec::new();
+        let mut fed = Vec::new();
         for (w, wk) in self.workers.iter().enumerate() {
             if !cores.insert(*wk.core.get_ref()) {
                 return Err(loc.error(
@@ -97,55 +98,43 @@ impl Config {
                     format!("core {} is used by two workers", wk.core.get_ref()),
                 ));
             }
-            if wk.rx.get_ref().is_empty() {
+            let Some(rx) = &wk.rx else {
+                // Fed by the distributor (checked below that there is one).
+                fed.push(w);
+                worker_rx.push(Vec::new());
+                continue;
+            };
+            if rx.get_ref().is_empty() {
                 return Err(loc.error(
-                    wk.rx.span(),
+                    rx.span(),
                     Some(format!("worker[{w}].rx")),
-                    "a worker must poll at least one rx queue".into(),
+                    "a worker must poll at least one rx queue (or, in ring mode, have no `rx` \
+                     at all: the [distributor] feeds it)"
+                        .into(),
                 ));
             }
-            let mut list = Vec::new();
-            for r in wk.rx.get_ref() {
-                let field = Some(format!("worker[{w}].rx"));
-                let (pname, q) = match r.get_ref().split_once(':') {
-                    Some((p, q)) => {
-                        let q: u16 = q.parse().map_err(|_| {
-                            loc.error(
-                                r.span(),
-                                field.clone(),
-                                format!("`{}`: queue `{q}` is not a number", r.get_ref()),
-                            )
-                        })?;
-                        (p, q)
-                    }
-                    None => (r.get_ref().as_str(), 0),
-                };
-                let Some(&pi) = port_index.get(pname) else {
-                    return Err(loc.error(
-                        r.span(),
-                        field,
-                        format!("unknown port `{pname}` (ports: {})", self.port_names()),
-                    ));
-                };
-                let nq = *self.ports[pi].rx_queues.get_ref();
-                if q >= nq {
-                    return Err(loc.error(
-                        r.span(),
-                        field,
-                        format!("port `{pname}` has {nq} rx queue(s); queue {q} does not exist"),
-                    ));
-                }
-                if let Some(other) = polled.insert((pi, q), w) {
-                    return Err(loc.error(
-                        r.span(),
-                        field,
-                        format!("rx queue {pname}:{q} is already polled by worker[{other}]"),
-                    ));
-                }
-                list.push(RxAssignment { port: pi, queue: q });
-            }
+            let field = format!("worker[{w}].rx");
+            let list =
+                self.rx_assignments(loc, &port_index, rx, &field, Poller::Worker(w), &mut polled)?;
             worker_rx.push(list);
         }
+        let distributor = match &self.distributor {
+            None => {
+                if let Some(&w) = fed.first() {
+                    let wk = &self.workers[w];
+                    return Err(loc.error(
+                        wk.core.span(),
+                        Some(format!("worker[{w}].rx")),
+                        "this worker has no `rx` and there is no [distributor] to feed it: list \
+                         the RX queues it polls (rx = [\"port\"] or [\"port:queue\"]), or add a \
+                         [distributor] section (ring mode)"
+                            .into(),
+                    ));
+                }
+                None
+            }
+            Some(d) => Some(self.resolve_distributor(loc, &port_index, d, fed, &mut polled)?),
+        };
         for (pi, p) in self.ports.iter().enumerate() {
             for q in 0..*p.rx_queues.get_ref() {
                 if !polled.contains_key(&(pi, q)) {
@@ -180,6 +169,19 @@ impl Config {
                 }
                 None => self.workers.len() as u16,
             };
+            if let Some(files) = pcap_tx_files(p.device.get_ref()) {
+                if files != 0 && files < usize::from(n) {
+                    return Err(loc.error(
+                        p.device.span(),
+                        Some(format!("port[{pi}].device")),
+                        format!(
+                            "net_pcap makes one TX queue per tx_pcap/tx_iface/iface argument \
+                             ({files} here) and this port needs {n} (one per worker): give each \
+                             worker its own, e.g. `tx_pcap=out-w0.pcap,tx_pcap=out-w1.pcap`"
+                        ),
+                    ));
+                }
+            }
             tx_queues.push(n);
         }
 
@@ -311,6 +313,7 @@ impl Config {
         Ok(Resolved {
             port_index,
             worker_rx,
+            distributor,
             tx_queues,
             forward_out,
             acl_rules: Vec::new(),
@@ -320,6 +323,126 @@ impl Config {
             neighbors: Vec::new(),
             lb: None,
             warnings: Vec::new(),
+        })
+    }
+
+    /// One `rx` list (a worker's or the distributor's): each entry a known
+    /// port's existing queue, polled by nobody else; recorded in `polled`.
+    fn rx_assignments(
+        &self,
+        loc: &Locator,
+        port_index: &HashMap<String, usize>,
+        rx: &Spanned<Vec<Spanned<String>>>,
+        field: &str,
+        who: Poller,
+        polled: &mut HashMap<(usize, u16), Poller>,
+    ) -> Result<Vec<RxAssignment>, ConfigError> {
+        let mut list = Vec::new();
+        for r in rx.get_ref() {
+            let field = Some(field.to_owned());
+            let (pname, q) = match r.get_ref().split_once(':') {
+                Some((p, q)) => {
+                    let q: u16 = q.parse().map_err(|_| {
+                        loc.error(
+                            r.span(),
+                            field.clone(),
+                            format!("`{}`: queue `{q}` is not a number", r.get_ref()),
+                        )
+                    })?;
+                    (p, q)
+                }
+                None => (r.get_ref().as_str(), 0),
+            };
+            let Some(&pi) = port_index.get(pname) else {
+                return Err(loc.error(
+                    r.span(),
+                    field,
+                    format!("unknown port `{pname}` (ports: {})", self.port_names()),
+                ));
+            };
+            let nq = *self.ports[pi].rx_queues.get_ref();
+            if q >= nq {
+                return Err(loc.error(
+                    r.span(),
+                    field,
+                    format!("port `{pname}` has {nq} rx queue(s); queue {q} does not exist"),
+                ));
+            }
+            if let Some(other) = polled.insert((pi, q), who) {
+                return Err(loc.error(
+                    r.span(),
+                    field,
+                    format!("rx queue {pname}:{q} is already polled by {other}"),
+                ));
+            }
+            list.push(RxAssignment { port: pi, queue: q });
+        }
+        Ok(list)
+    }
+
+    /// `[distributor]`: its queues, ring size, and the workers it feeds
+    /// (there must be some).
+    fn resolve_distributor(
+        &self,
+        loc: &Locator,
+        port_index: &HashMap<String, usize>,
+        d: &Spanned<DistributorSection>,
+        fed: Vec<usize>,
+        polled: &mut HashMap<(usize, u16), Poller>,
+    ) -> Result<DistributorPlan, ConfigError> {
+        let sec = d.get_ref();
+        if fed.is_empty() {
+            return Err(loc.error(
+                d.span(),
+                Some("distributor".into()),
+                "[distributor] feeds the workers that have no `rx`, and every [[worker]] has \
+                 one: remove `rx` from the workers it should feed, or remove [distributor]"
+                    .into(),
+            ));
+        }
+        if sec.rx.get_ref().is_empty() {
+            return Err(loc.error(
+                sec.rx.span(),
+                Some("distributor.rx".into()),
+                "the distributor must poll at least one rx queue".into(),
+            ));
+        }
+        let rx = self.rx_assignments(
+            loc,
+            port_index,
+            &sec.rx,
+            "distributor.rx",
+            Poller::Distributor,
+            polled,
+        )?;
+        let size = *sec.ring_size.get_ref();
+        let (lo, hi) = (
+            DistributorSection::MIN_RING_SIZE,
+            DistributorSection::MAX_RING_SIZE,
+        );
+        if !size.is_power_of_two() || !(lo..=hi).contains(&size) {
+            return Err(loc.error(
+                sec.ring_size.span(),
+                Some("distributor.ring_size".into()),
+                format!(
+                    "ring_size {size} must be a power of two from {lo} to {hi} (rte_ring; a \
+                     ring holds ring_size - 1 packets)"
+                ),
+            ));
+        }
+        let mut ports = Vec::new();
+        for a in &rx {
+            if !ports.contains(&a.port) {
+                ports.push(a.port);
+            }
+        }
+        Ok(DistributorPlan {
+            core: *sec.core.get_ref(),
+            rx,
+            ports,
+            workers: fed,
+            ring_size: size,
+            hash: sec.hash,
         })
     }
 
@@ -591,6 +714,54 @@ impl Config {
         Ok(())
     }
 
+    /// The distributor's core against the online CPUs; sharing a CPU with
+    /// the control thread or a worker is a warning (two busy loops then
+    /// split one CPU's time: fine for a test, slow for traffic).
+    pub(super) fn check_distributor_core(
+        &self,
+        loc: &Locator,
+        host: &Host,
+        res: &mut Resolved,
+    ) -> Result<(), ConfigError> {
+        let Some(d) = &self.distributor else {
+            return Ok(());
+        };
+        let core = &d.get_ref().core;
+        let cpu = *core.get_ref();
+        let field = Some("distributor.core".to_owned());
+        if host.cpu_online(cpu) == Some(false) {
+            return Err(loc.error(
+                core.span(),
+                field,
+                format!(
+                    "CPU {cpu} does not exist or is offline (online CPUs: {})",
+                    host.online_list()
+                ),
+            ));
+        }
+        if cpu == *self.eal.control_core.get_ref() {
+            res.warnings.push(loc.error(
+                core.span(),
+                field.clone(),
+                format!(
+                    "CPU {cpu} is also eal.control_core: the control thread's stats and signal \
+                     handling take time from the distributor's poll loop"
+                ),
+            ));
+        }
+        if let Some(w) = self.workers.iter().position(|w| *w.core.get_ref() == cpu) {
+            res.warnings.push(loc.error(
+                core.span(),
+                field,
+                format!(
+                    "CPU {cpu} is also worker[{w}].core: the distributor and that worker \
+                     busy-poll one CPU and split its time (fine for a test, slow for traffic)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Pool size and cache against DPDK's limits, data room against the
     /// headroom and every port's MTU.
     pub(super) fn check_mempool(&self, loc: &Locator) -> Result<(), ConfigError> {
@@ -708,6 +879,22 @@ impl Config {
     }
 }
 
+/// Who polls an RX queue (for "already polled by ..." errors).
+#[derive(Debug, Clone, Copy)]
+enum Poller {
+    Worker(usize),
+    Distributor,
+}
+
+impl std::fmt::Display for Poller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Poller::Worker(w) => write!(f, "worker[{w}]"),
+            Poller::Distributor => f.write_str("the distributor"),
+        }
+    }
+}
+
 /// RTE_MEMPOOL_CACHE_MAX_SIZE.
 const MEMPOOL_CACHE_MAX: u32 = 512;
 /// RTE_PKTMBUF_HEADROOM.
@@ -761,6 +948,29 @@ pub(super) fn check_device(device: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// For a `net_pcap` device, how many TX queues its arguments make (one
+/// per `tx_pcap`, `tx_iface` or `iface`); `None` for other devices.
+pub(super) fn pcap_tx_files(device: &str) -> Option<usize> {
+    let mut parts = device.split(',');
+    let name = parts.next().unwrap_or("").trim();
+    let driver = name
+        .strip_prefix("net_")
+        .or_else(|| name.strip_prefix("eth_"))?;
+    if driver.trim_end_matches(|c: char| c.is_ascii_digit()) != "pcap" {
+        return None;
+    }
+    Some(
+        parts
+            .filter(|a| {
+                matches!(
+                    a.split_once('=').map(|(k, _)| k.trim()),
+                    Some("tx_pcap" | "tx_iface" | "iface")
+                )
+            })
+            .count(),
+    )
 }
 
 /// `DDDD:BB:DD.F` or `BB:DD.F`: hex domain, bus, device (≤ 0x1f), function (≤ 7).

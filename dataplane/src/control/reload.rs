@@ -20,7 +20,14 @@ use std::time::{Duration, Instant};
 
 /// Top-level keys whose values are fixed for the daemon's lifetime.
 const RESTART_KEYS: &[&str] = &[
-    "pipeline", "eal", "daemon", "mempool", "port", "worker", "forward",
+    "pipeline",
+    "eal",
+    "daemon",
+    "mempool",
+    "port",
+    "worker",
+    "distributor",
+    "forward",
 ];
 /// Keys of sections fixed for the daemon's lifetime: the neighbour table
 /// and the load balancer's connection tables are learned state, allocated
@@ -491,6 +498,13 @@ neighbor_capacity = 64
         let gone = BASE.replace("memory_mb = 512\n", "");
         let e = restart_needed(BASE, &gone, "x.toml").unwrap();
         assert!(e.starts_with("x.toml:3:1: eal.memory_mb"), "{e}");
+        // Ring mode (cores, rings) is fixed until a restart too.
+        let ring = format!("{BASE}\n[distributor]\ncore = 1\nrx = [\"a\"]\nring_size = 1024\n");
+        let bigger = ring.replace("ring_size = 1024", "ring_size = 4096");
+        let e = restart_needed(&ring, &bigger, "x.toml").unwrap();
+        assert!(e.contains(": distributor.ring_size: changed"), "{e}");
+        let e = restart_needed(BASE, &ring, "x.toml").unwrap();
+        assert!(e.contains(": distributor: changed"), "{e}");
     }
 
     #[test]

@@ -70,6 +70,10 @@ pub struct PortStats {
     pub ierrors: u64,
     pub oerrors: u64,
     pub rx_nombuf: u64,
+    /// Packets received per RX queue (the first
+    /// `RTE_ETHDEV_QUEUE_STAT_CNTRS`), as the driver counts them: 0 where
+    /// it keeps no per-queue counts.
+    pub q_ipackets: [u64; dpdk_sys::RTE_ETHDEV_QUEUE_STAT_CNTRS as usize],
 }
 
 pub struct Port {
@@ -432,6 +436,7 @@ pub fn stats(id: PortId) -> PortStats {
         ierrors: s.ierrors,
         oerrors: s.oerrors,
         rx_nombuf: s.rx_nombuf,
+        q_ipackets: s.q_ipackets,
     }
 }
 

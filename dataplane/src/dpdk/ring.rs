@@ -1,10 +1,17 @@
 //! `rte_ring` of mbuf pointers: lock-free, zero-copy hand-off of packets
 //! between lcores (worker ↔ control, pipelines spanning cores).
+//!
+//! A single-producer/single-consumer ring is handed out as two tokens
+//! ([`Ring::spsc`]): one [`RingProducer`] and one [`RingConsumer`], neither
+//! `Clone`, each taking `&mut self` to move packets. So the SPSC contract —
+//! one enqueuing thread, one dequeuing thread — is kept by ownership, as
+//! `RxQueue`/`TxQueue` tokens keep one poller per NIC queue.
 use super::error::{self, DpdkError};
 use super::mbuf::{slots_as_raw, Mbuf};
 use crate::burst::Burst;
 use std::ffi::CString;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 pub struct Ring {
     raw: NonNull<dpdk_sys::rte_ring>,
@@ -42,6 +49,7 @@ impl Ring {
 
     /// Moves as many packets of `burst` as fit into the ring; those that did
     /// not fit stay in the burst (compacted to the front).
+    #[inline]
     pub fn enqueue_burst<const N: usize>(&self, burst: &mut Burst<Mbuf, N>) -> usize {
         let len = burst.len();
         if len == 0 {
@@ -63,11 +71,16 @@ impl Ring {
             // SAFETY: ownership moved into the ring: forget without freeing.
             unsafe { std::ptr::write(slot, None) };
         }
-        burst.compact();
+        if n == len {
+            burst.set_len(0);
+        } else {
+            burst.compact();
+        }
         n
     }
 
     /// Fills the free tail of `burst` from the ring; returns how many came.
+    #[inline]
     pub fn dequeue_burst<const N: usize>(&self, burst: &mut Burst<Mbuf, N>) -> usize {
         let len = burst.len();
         let room = N - len;
@@ -106,6 +119,52 @@ impl Ring {
             total += n;
             super::mbuf::free_bulk(&mut b);
         }
+    }
+}
+
+/// The one right to enqueue into a single-producer ring. Not `Clone`.
+pub struct RingProducer {
+    ring: Arc<Ring>,
+}
+
+/// The one right to dequeue from a single-consumer ring. Not `Clone`.
+pub struct RingConsumer {
+    ring: Arc<Ring>,
+}
+
+impl Ring {
+    /// A single-producer/single-consumer ring (`RING_F_SP_ENQ |
+    /// RING_F_SC_DEQ`) of `count` slots (a power of two; `count - 1`
+    /// usable), as its two ends plus a handle for whoever frees it (the
+    /// ring is freed when the last of the three goes; [`Ring::count`] on
+    /// the handle tells what is still queued).
+    pub fn spsc(
+        name: &str,
+        count: u32,
+        socket: i32,
+    ) -> Result<(Arc<Ring>, RingProducer, RingConsumer), DpdkError> {
+        let ring = Arc::new(Ring::new(name, count, socket, RingSync::Spsc)?);
+        Ok((
+            ring.clone(),
+            RingProducer { ring: ring.clone() },
+            RingConsumer { ring },
+        ))
+    }
+}
+
+impl RingProducer {
+    /// [`Ring::enqueue_burst`]: what did not fit stays in `burst`.
+    #[inline(always)]
+    pub fn enqueue_burst<const N: usize>(&mut self, burst: &mut Burst<Mbuf, N>) -> usize {
+        self.ring.enqueue_burst(burst)
+    }
+}
+
+impl RingConsumer {
+    /// [`Ring::dequeue_burst`] into the free tail of `burst`.
+    #[inline(always)]
+    pub fn dequeue_burst<const N: usize>(&mut self, burst: &mut Burst<Mbuf, N>) -> usize {
+        self.ring.dequeue_burst(burst)
     }
 }
 

@@ -58,10 +58,13 @@ pub enum DropReason {
     /// subnet or directed from elsewhere) or to 255.255.255.255. Never
     /// forwarded, answered or resolved with ARP.
     Broadcast,
+    /// Ring mode: the receiving core found the worker's ring full (the
+    /// worker fell behind); counted by the distributor, never a block.
+    RingFull,
 }
 
 impl DropReason {
-    pub const COUNT: usize = DropReason::Broadcast as usize + 1;
+    pub const COUNT: usize = DropReason::RingFull as usize + 1;
 
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::NoOutput,
@@ -85,6 +88,7 @@ impl DropReason {
         DropReason::NotForUs,
         DropReason::L2Multicast,
         DropReason::Broadcast,
+        DropReason::RingFull,
     ];
 
     /// The counter's name.
@@ -111,6 +115,7 @@ impl DropReason {
             DropReason::NotForUs => "not_for_us",
             DropReason::L2Multicast => "l2_multicast",
             DropReason::Broadcast => "broadcast",
+            DropReason::RingFull => "ring_full",
         }
     }
 }

@@ -176,6 +176,17 @@ impl Parse {
         Ok(())
     }
 
+    /// [`Parse::parse_one`] whatever the frame's destination MAC: for the
+    /// ring-mode distributor, which steers frames before the worker that
+    /// runs the pipeline applies the L2 rule.
+    pub fn parse_any_dst(&self, data: &[u8], m: &mut Meta) -> Result<(), DropReason> {
+        let mut p = *self;
+        if data.len() >= 8 {
+            p.port_mac = dst_word(data);
+        }
+        p.parse_one(data, m)
+    }
+
     /// Parses a contiguous frame into `m` as it stands (nothing trimmed:
     /// trailing bytes are the caller's to keep or cut). For frames whose
     /// buffer is not the pipeline's: the fuzz harness's own checks.

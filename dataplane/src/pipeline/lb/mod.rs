@@ -43,10 +43,10 @@ use super::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
     Verdict, L3,
 };
-use crate::burst::Burst;
+use crate::burst::{Burst, BURST_SIZE};
 use crate::pipeline::local::IcmpLimiter;
 use crate::pipeline::meta::flags as meta_flags;
-use crate::tables::conntrack::{flags as ct_flags, ConnKey, ConnTable, Timeouts};
+use crate::tables::conntrack::{flags as ct_flags, ConnKey, ConnTable, Probe, Timeouts};
 use crate::tables::lb::{lb_hash_v4, lb_hash_v6, FragPolicy, LbCounters, LbTables, Method};
 use crate::tables::set::TableSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -90,6 +90,7 @@ impl StageCounters for LbWorkerCounters {
 }
 
 /// A flow as the balancer sees it.
+#[derive(Clone, Copy, Default)]
 struct Flow {
     key: ConnKey,
     hash: u32,
@@ -172,19 +173,54 @@ impl StageOps for LbStage {
         }
         let n = pkts.len();
         let plain = lane.plain;
+        // Plain packets in three passes, so that the connection table's
+        // memory loads overlap instead of stalling one packet at a time
+        // (they are what the stage waits on): pick the packets to a service
+        // and hash their flows, starting each bucket's load; match the tags,
+        // starting each slot's load; then look the flows up, choose and send.
+        let mut flows = [Flow::default(); BURST_SIZE];
+        let mut picked = [(0u8, 0u16); BURST_SIZE];
+        let mut np = 0;
+        let mut rest = plain & mask_below(n);
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let m = &mut meta[i];
+            // Plain packets' verdicts are in `Meta` on an early lane.
+            if m.verdict != Verdict::Continue {
+                continue;
+            }
+            let Some(r) = self.tables.vip4_range(lane.dst[i]) else {
+                continue;
+            };
+            let Some(p) = pkts.get_mut(i) else { continue };
+            if let Some((si, flow)) = self.plain_flow(p, m, lane, i, r, ctx) {
+                self.conn.prefetch(flow.hash);
+                flows[np] = flow;
+                picked[np] = (i as u8, si as u16);
+                np += 1;
+            }
+        }
+        let mut probes = [Probe::NONE; BURST_SIZE];
+        for (pr, f) in probes[..np].iter_mut().zip(&flows[..np]) {
+            *pr = self.conn.probe(f.hash);
+        }
+        for ((flow, &(i, si)), &probe) in flows[..np].iter().zip(&picked[..np]).zip(&probes[..np]) {
+            let (i, si) = (usize::from(i), usize::from(si));
+            let (Some(p), m) = (pkts.get_mut(i), &mut meta[i]) else {
+                continue;
+            };
+            match self.choose(si, flow, probe, ctx.now) {
+                Some(b) => self.send(p, m, lane, i, si, b, flow, true, ctx),
+                None => m.verdict = Verdict::Drop(DropReason::LbNoBackend),
+            }
+        }
+        // The others (as they were before the passes above).
         for (i, m) in meta[..n].iter_mut().enumerate() {
-            if plain & (1 << i) != 0 {
-                // Plain packets' verdicts are in `Meta` on an early lane.
-                if m.verdict != Verdict::Continue {
-                    continue;
-                }
-                let Some(r) = self.tables.vip4_range(lane.dst[i]) else {
-                    continue;
-                };
-                if let Some(p) = pkts.get_mut(i) {
-                    self.plain_v4(p, m, lane, i, r, ctx);
-                }
-            } else if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
+            if plain & (1 << i) == 0
+                && m.verdict == Verdict::Continue
+                && matches!(m.l3, L3::Ipv4 | L3::Ipv6)
+            {
                 if let Some(p) = pkts.get_mut(i) {
                     self.general(p, m, lane, i, ctx);
                 }
@@ -207,9 +243,11 @@ impl StageOps for LbStage {
 }
 
 impl LbStage {
-    /// A plain IPv4 packet to a VIP: the services of range `r`.
+    /// A plain IPv4 packet to a VIP (the services of range `r`): its
+    /// service and flow, or `None` when it is not balanced (no service: it
+    /// passes, or an ICMP error was steered; a fragment: dropped).
     #[inline(always)]
-    fn plain_v4<P: PacketBuf>(
+    fn plain_flow<P: PacketBuf>(
         &mut self,
         p: &mut P,
         m: &mut Meta,
@@ -217,7 +255,7 @@ impl LbStage {
         i: usize,
         r: (usize, usize),
         ctx: &StageCtx,
-    ) {
+    ) -> Option<(usize, Flow)> {
         let k = lane.keys[i];
         let proto = k.head as u8;
         let sport = u16::from_be((k.head >> 32) as u16);
@@ -227,7 +265,7 @@ impl LbStage {
                 lane.materialize_meta(p, m, i);
                 self.icmp_error(p, m, lane, i, ctx);
             }
-            return;
+            return None;
         };
         let (src, dst) = (lane.src[i], lane.dst[i]);
         let data = p.data();
@@ -238,7 +276,7 @@ impl LbStage {
             FragPolicy::Drop if frag => {
                 self.counters.services[si].fragments.add(1);
                 m.verdict = Verdict::Drop(DropReason::LbFragment);
-                return;
+                return None;
             }
             FragPolicy::Drop => (sport, dport),
         };
@@ -259,11 +297,7 @@ impl LbStage {
             hash: lb_hash_v4(src, dst, sport, dport, proto),
             closing,
         };
-        let Some(b) = self.choose(si, &flow, ctx.now) else {
-            m.verdict = Verdict::Drop(DropReason::LbNoBackend);
-            return;
-        };
-        self.send(p, m, lane, i, si, b, &flow, true, ctx);
+        Some((si, flow))
     }
 
     /// Any other IPv4 or IPv6 packet (its `Meta` parsed).
@@ -313,7 +347,7 @@ impl LbStage {
             0
         };
         let flow = flow_of(&m.key, v6, sport, dport, s.id, closing);
-        let Some(b) = self.choose(si, &flow, ctx.now) else {
+        let Some(b) = self.choose(si, &flow, Probe::NONE, ctx.now) else {
             m.verdict = Verdict::Drop(DropReason::LbNoBackend);
             return;
         };
@@ -397,7 +431,7 @@ impl LbStage {
     /// The backend for `flow` of service `si`: tracked, else Maglev's
     /// (and tracked from now on). `None`: no backend has a weight.
     #[inline(always)]
-    fn choose(&mut self, si: usize, flow: &Flow, now: u64) -> Option<usize> {
+    fn choose(&mut self, si: usize, flow: &Flow, probe: Probe, now: u64) -> Option<usize> {
         let t = &*self.tables;
         let s = &t.services[si];
         let c = &*self.counters;
@@ -411,7 +445,7 @@ impl LbStage {
             }
             return b;
         }
-        if let Some(e) = self.conn.touch(&flow.key, flow.hash, now) {
+        if let Some(e) = self.conn.touch_probed(probe, &flow.key, flow.hash, now) {
             if let Some(b) = t.slot_of(e.backend) {
                 sc.tracked.add(1);
                 if s.backends[b].weight == 0 {
@@ -623,5 +657,15 @@ fn flow_of(
             hash: lb_hash_v4(s, d, sport, dport, k.proto),
             closing,
         }
+    }
+}
+
+/// The mask of a burst of `n` packets.
+#[inline(always)]
+fn mask_below(n: usize) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1 << n) - 1
     }
 }

@@ -47,7 +47,9 @@ use crate::burst::{Burst, BURST_SIZE};
 use crate::pipeline::local::IcmpLimiter;
 use crate::pipeline::meta::flags as meta_flags;
 use crate::tables::conntrack::{flags as ct_flags, ConnKey, ConnTable, Probe, Timeouts};
-use crate::tables::lb::{lb_hash_v4, lb_hash_v6, FragPolicy, LbCounters, LbTables, Method};
+use crate::tables::lb::{
+    lb_hash_v4, lb_hash_v6, Forwarding, FragPolicy, LbCounters, LbTables, Method,
+};
 use crate::tables::set::TableSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -448,7 +450,7 @@ impl LbStage {
         if let Some(e) = self.conn.touch_probed(probe, &flow.key, flow.hash, now) {
             if let Some(b) = t.slot_of(e.backend) {
                 sc.tracked.add(1);
-                if s.backends[b].weight == 0 {
+                if s.hot.get(b).is_some_and(|h| h.drained) {
                     sc.drained.add(1);
                 }
                 if flow.closing != 0 {
@@ -502,7 +504,7 @@ impl LbStage {
     ) {
         let t = &*self.tables;
         let s = &t.services[si];
-        let be = &s.backends[b];
+        let hot = s.hot[b];
         let c = &*self.counters;
         let l3 = if plain { 14 } else { usize::from(m.l3_off) };
         let v6 = !plain && m.l3 == L3::Ipv6;
@@ -511,7 +513,7 @@ impl LbStage {
             m.verdict = Verdict::Drop(DropReason::Truncated);
             return;
         };
-        if len > usize::from(be.inner_mtu) {
+        if len > usize::from(hot.inner_mtu) {
             c.services[si].too_big.add(1);
             let df = v6 || data[l3 + 6] & 0x40 != 0;
             if plain {
@@ -520,31 +522,19 @@ impl LbStage {
             // Without DF an IPv4 packet would have to be fragmented, which
             // the data path does not do (as `route`: `too_big_no_df`).
             m.verdict = if df {
-                icmp::too_big(p, m, lane, be.inner_mtu, &mut self.limiter, ctx)
+                icmp::too_big(p, m, lane, hot.inner_mtu, &mut self.limiter, ctx)
             } else {
                 Verdict::Drop(DropReason::TooBigNoDf)
             };
             return;
         }
         c.backend_packets[s.counter_base + b].add(1);
-        match (s.method, be.addr) {
-            (Method::Dsr, _) => {
-                let d = p.data_mut();
-                d[..12].copy_from_slice(&be.dsr_l2);
-                if plain {
-                    lane.plain &= !(1 << i);
-                    // Its `Meta` is never read again but for the verdict.
-                }
-                m.verdict = Verdict::Tx(be.dsr_port);
-            }
-            (
-                Method::Ipip {
-                    source: IpAddr::V4(src),
-                },
-                IpAddr::V4(dst),
-            ) => {
-                let (src, dst) = (u32::from(src), u32::from(dst));
-                if !encap_v4(p, l3, &be.outer_v4, s.df, flow.hash as u16) {
+        match s.forwarding {
+            Forwarding::Ipip4 => {
+                let h = &hot.outer_v4.header;
+                let src = u32::from_be_bytes([h[12], h[13], h[14], h[15]]);
+                let dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]);
+                if !encap_v4(p, l3, &hot.outer_v4, s.df, flow.hash as u16) {
                     m.verdict = Verdict::Drop(DropReason::TooBig);
                     return;
                 }
@@ -561,20 +551,34 @@ impl LbStage {
                     reparse(p, m, lane);
                 }
             }
-            (
-                Method::Ipip {
-                    source: IpAddr::V6(src),
-                },
-                IpAddr::V6(dst),
-            ) => {
+            Forwarding::Dsr => {
+                let be = &s.backends[b];
+                let d = p.data_mut();
+                d[..12].copy_from_slice(&be.dsr_l2);
+                if plain {
+                    lane.plain &= !(1 << i);
+                    // Its `Meta` is never read again but for the verdict.
+                }
+                m.verdict = Verdict::Tx(be.dsr_port);
+            }
+            Forwarding::Ipip6 => {
+                let (
+                    Method::Ipip {
+                        source: IpAddr::V6(src),
+                    },
+                    IpAddr::V6(dst),
+                ) = (s.method, s.backends[b].addr)
+                else {
+                    // The config refuses mixed families.
+                    m.verdict = Verdict::Drop(DropReason::Unsupported);
+                    return;
+                };
                 if !encap_v6(p, l3, src, dst, flow.hash) {
                     m.verdict = Verdict::Drop(DropReason::TooBig);
                     return;
                 }
                 reparse(p, m, lane);
             }
-            // The config refuses mixed families.
-            _ => m.verdict = Verdict::Drop(DropReason::Unsupported),
         }
     }
 }

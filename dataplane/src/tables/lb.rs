@@ -230,33 +230,9 @@ pub struct BackendEntry {
     pub label: String,
 }
 
-/// What the data path reads of a backend for every packet, apart from
-/// the rest of its entry: a compact array per service, so that the
-/// backends of all services stay in a few cache lines.
-#[derive(Debug, Clone, Copy)]
-pub struct BackendHot {
-    /// IP-in-IP to an IPv4 backend: the outer header's fixed part.
-    pub outer_v4: OuterV4,
-    /// [`BackendEntry::inner_mtu`].
-    pub inner_mtu: u16,
-    /// Weight 0: tracked flows only.
-    pub drained: bool,
-}
-
-/// How a service's packets leave (the config keeps the families equal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Forwarding {
-    Ipip4,
-    Ipip6,
-    Dsr,
-}
-
 /// A service as the workers read it.
 #[derive(Debug)]
 pub struct Service {
-    pub forwarding: Forwarding,
-    /// By backend index, as `backends`.
-    pub hot: Box<[BackendHot]>,
     pub name: String,
     pub key: ServiceKey,
     /// [`ServiceKey::id`].
@@ -491,22 +467,7 @@ impl LbTables {
                 })
                 .collect();
             let n = backends.len();
-            let hot = backends
-                .iter()
-                .map(|b| BackendHot {
-                    outer_v4: b.outer_v4,
-                    inner_mtu: b.inner_mtu,
-                    drained: b.weight == 0,
-                })
-                .collect();
-            let forwarding = match (s.method, s.key.vip) {
-                (Method::Dsr, _) => Forwarding::Dsr,
-                (Method::Ipip { .. }, IpAddr::V4(_)) => Forwarding::Ipip4,
-                (Method::Ipip { .. }, IpAddr::V6(_)) => Forwarding::Ipip6,
-            };
             services.push(Service {
-                forwarding,
-                hot,
                 name: s.name.clone(),
                 key: s.key,
                 id: s.key.id(),

@@ -43,13 +43,11 @@ use super::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
     Verdict, L3,
 };
-use crate::burst::{Burst, BURST_SIZE};
+use crate::burst::Burst;
 use crate::pipeline::local::IcmpLimiter;
 use crate::pipeline::meta::flags as meta_flags;
-use crate::tables::conntrack::{flags as ct_flags, ConnKey, ConnTable, Probe, Timeouts};
-use crate::tables::lb::{
-    lb_hash_v4, lb_hash_v6, Forwarding, FragPolicy, LbCounters, LbTables, Method,
-};
+use crate::tables::conntrack::{flags as ct_flags, ConnKey, ConnTable, Timeouts};
+use crate::tables::lb::{lb_hash_v4, lb_hash_v6, FragPolicy, LbCounters, LbTables, Method};
 use crate::tables::set::TableSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -92,7 +90,6 @@ impl StageCounters for LbWorkerCounters {
 }
 
 /// A flow as the balancer sees it.
-#[derive(Clone, Copy, Default)]
 struct Flow {
     key: ConnKey,
     hash: u32,
@@ -175,54 +172,19 @@ impl StageOps for LbStage {
         }
         let n = pkts.len();
         let plain = lane.plain;
-        // Plain packets in three passes, so that the connection table's
-        // memory loads overlap instead of stalling one packet at a time
-        // (they are what the stage waits on): pick the packets to a service
-        // and hash their flows, starting each bucket's load; match the tags,
-        // starting each slot's load; then look the flows up, choose and send.
-        let mut flows = [Flow::default(); BURST_SIZE];
-        let mut picked = [(0u8, 0u16); BURST_SIZE];
-        let mut np = 0;
-        let mut rest = plain & mask_below(n);
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            let m = &mut meta[i];
-            // Plain packets' verdicts are in `Meta` on an early lane.
-            if m.verdict != Verdict::Continue {
-                continue;
-            }
-            let Some(r) = self.tables.vip4_range(lane.dst[i]) else {
-                continue;
-            };
-            let Some(p) = pkts.get_mut(i) else { continue };
-            if let Some((si, flow)) = self.plain_flow(p, m, lane, i, r, ctx) {
-                self.conn.prefetch(flow.hash);
-                flows[np] = flow;
-                picked[np] = (i as u8, si as u16);
-                np += 1;
-            }
-        }
-        let mut probes = [Probe::NONE; BURST_SIZE];
-        for (pr, f) in probes[..np].iter_mut().zip(&flows[..np]) {
-            *pr = self.conn.probe(f.hash);
-        }
-        for ((flow, &(i, si)), &probe) in flows[..np].iter().zip(&picked[..np]).zip(&probes[..np]) {
-            let (i, si) = (usize::from(i), usize::from(si));
-            let (Some(p), m) = (pkts.get_mut(i), &mut meta[i]) else {
-                continue;
-            };
-            match self.choose(si, flow, probe, ctx.now) {
-                Some(b) => self.send(p, m, lane, i, si, b, flow, true, ctx),
-                None => m.verdict = Verdict::Drop(DropReason::LbNoBackend),
-            }
-        }
-        // The others (as they were before the passes above).
         for (i, m) in meta[..n].iter_mut().enumerate() {
-            if plain & (1 << i) == 0
-                && m.verdict == Verdict::Continue
-                && matches!(m.l3, L3::Ipv4 | L3::Ipv6)
-            {
+            if plain & (1 << i) != 0 {
+                // Plain packets' verdicts are in `Meta` on an early lane.
+                if m.verdict != Verdict::Continue {
+                    continue;
+                }
+                let Some(r) = self.tables.vip4_range(lane.dst[i]) else {
+                    continue;
+                };
+                if let Some(p) = pkts.get_mut(i) {
+                    self.plain_v4(p, m, lane, i, r, ctx);
+                }
+            } else if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
                 if let Some(p) = pkts.get_mut(i) {
                     self.general(p, m, lane, i, ctx);
                 }
@@ -245,11 +207,9 @@ impl StageOps for LbStage {
 }
 
 impl LbStage {
-    /// A plain IPv4 packet to a VIP (the services of range `r`): its
-    /// service and flow, or `None` when it is not balanced (no service: it
-    /// passes, or an ICMP error was steered; a fragment: dropped).
+    /// A plain IPv4 packet to a VIP: the services of range `r`.
     #[inline(always)]
-    fn plain_flow<P: PacketBuf>(
+    fn plain_v4<P: PacketBuf>(
         &mut self,
         p: &mut P,
         m: &mut Meta,
@@ -257,7 +217,7 @@ impl LbStage {
         i: usize,
         r: (usize, usize),
         ctx: &StageCtx,
-    ) -> Option<(usize, Flow)> {
+    ) {
         let k = lane.keys[i];
         let proto = k.head as u8;
         let sport = u16::from_be((k.head >> 32) as u16);
@@ -267,7 +227,7 @@ impl LbStage {
                 lane.materialize_meta(p, m, i);
                 self.icmp_error(p, m, lane, i, ctx);
             }
-            return None;
+            return;
         };
         let (src, dst) = (lane.src[i], lane.dst[i]);
         let data = p.data();
@@ -278,7 +238,7 @@ impl LbStage {
             FragPolicy::Drop if frag => {
                 self.counters.services[si].fragments.add(1);
                 m.verdict = Verdict::Drop(DropReason::LbFragment);
-                return None;
+                return;
             }
             FragPolicy::Drop => (sport, dport),
         };
@@ -299,7 +259,11 @@ impl LbStage {
             hash: lb_hash_v4(src, dst, sport, dport, proto),
             closing,
         };
-        Some((si, flow))
+        let Some(b) = self.choose(si, &flow, ctx.now) else {
+            m.verdict = Verdict::Drop(DropReason::LbNoBackend);
+            return;
+        };
+        self.send(p, m, lane, i, si, b, &flow, true, ctx);
     }
 
     /// Any other IPv4 or IPv6 packet (its `Meta` parsed).
@@ -349,7 +313,7 @@ impl LbStage {
             0
         };
         let flow = flow_of(&m.key, v6, sport, dport, s.id, closing);
-        let Some(b) = self.choose(si, &flow, Probe::NONE, ctx.now) else {
+        let Some(b) = self.choose(si, &flow, ctx.now) else {
             m.verdict = Verdict::Drop(DropReason::LbNoBackend);
             return;
         };
@@ -433,7 +397,7 @@ impl LbStage {
     /// The backend for `flow` of service `si`: tracked, else Maglev's
     /// (and tracked from now on). `None`: no backend has a weight.
     #[inline(always)]
-    fn choose(&mut self, si: usize, flow: &Flow, probe: Probe, now: u64) -> Option<usize> {
+    fn choose(&mut self, si: usize, flow: &Flow, now: u64) -> Option<usize> {
         let t = &*self.tables;
         let s = &t.services[si];
         let c = &*self.counters;
@@ -447,10 +411,10 @@ impl LbStage {
             }
             return b;
         }
-        if let Some(e) = self.conn.touch_probed(probe, &flow.key, flow.hash, now) {
+        if let Some(e) = self.conn.touch(&flow.key, flow.hash, now) {
             if let Some(b) = t.slot_of(e.backend) {
                 sc.tracked.add(1);
-                if s.hot.get(b).is_some_and(|h| h.drained) {
+                if s.backends[b].weight == 0 {
                     sc.drained.add(1);
                 }
                 if flow.closing != 0 {
@@ -504,7 +468,7 @@ impl LbStage {
     ) {
         let t = &*self.tables;
         let s = &t.services[si];
-        let hot = s.hot[b];
+        let be = &s.backends[b];
         let c = &*self.counters;
         let l3 = if plain { 14 } else { usize::from(m.l3_off) };
         let v6 = !plain && m.l3 == L3::Ipv6;
@@ -513,7 +477,7 @@ impl LbStage {
             m.verdict = Verdict::Drop(DropReason::Truncated);
             return;
         };
-        if len > usize::from(hot.inner_mtu) {
+        if len > usize::from(be.inner_mtu) {
             c.services[si].too_big.add(1);
             let df = v6 || data[l3 + 6] & 0x40 != 0;
             if plain {
@@ -522,19 +486,31 @@ impl LbStage {
             // Without DF an IPv4 packet would have to be fragmented, which
             // the data path does not do (as `route`: `too_big_no_df`).
             m.verdict = if df {
-                icmp::too_big(p, m, lane, hot.inner_mtu, &mut self.limiter, ctx)
+                icmp::too_big(p, m, lane, be.inner_mtu, &mut self.limiter, ctx)
             } else {
                 Verdict::Drop(DropReason::TooBigNoDf)
             };
             return;
         }
         c.backend_packets[s.counter_base + b].add(1);
-        match s.forwarding {
-            Forwarding::Ipip4 => {
-                let h = &hot.outer_v4.header;
-                let src = u32::from_be_bytes([h[12], h[13], h[14], h[15]]);
-                let dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]);
-                if !encap_v4(p, l3, &hot.outer_v4, s.df, flow.hash as u16) {
+        match (s.method, be.addr) {
+            (Method::Dsr, _) => {
+                let d = p.data_mut();
+                d[..12].copy_from_slice(&be.dsr_l2);
+                if plain {
+                    lane.plain &= !(1 << i);
+                    // Its `Meta` is never read again but for the verdict.
+                }
+                m.verdict = Verdict::Tx(be.dsr_port);
+            }
+            (
+                Method::Ipip {
+                    source: IpAddr::V4(src),
+                },
+                IpAddr::V4(dst),
+            ) => {
+                let (src, dst) = (u32::from(src), u32::from(dst));
+                if !encap_v4(p, l3, &be.outer_v4, s.df, flow.hash as u16) {
                     m.verdict = Verdict::Drop(DropReason::TooBig);
                     return;
                 }
@@ -551,34 +527,20 @@ impl LbStage {
                     reparse(p, m, lane);
                 }
             }
-            Forwarding::Dsr => {
-                let be = &s.backends[b];
-                let d = p.data_mut();
-                d[..12].copy_from_slice(&be.dsr_l2);
-                if plain {
-                    lane.plain &= !(1 << i);
-                    // Its `Meta` is never read again but for the verdict.
-                }
-                m.verdict = Verdict::Tx(be.dsr_port);
-            }
-            Forwarding::Ipip6 => {
-                let (
-                    Method::Ipip {
-                        source: IpAddr::V6(src),
-                    },
-                    IpAddr::V6(dst),
-                ) = (s.method, s.backends[b].addr)
-                else {
-                    // The config refuses mixed families.
-                    m.verdict = Verdict::Drop(DropReason::Unsupported);
-                    return;
-                };
+            (
+                Method::Ipip {
+                    source: IpAddr::V6(src),
+                },
+                IpAddr::V6(dst),
+            ) => {
                 if !encap_v6(p, l3, src, dst, flow.hash) {
                     m.verdict = Verdict::Drop(DropReason::TooBig);
                     return;
                 }
                 reparse(p, m, lane);
             }
+            // The config refuses mixed families.
+            _ => m.verdict = Verdict::Drop(DropReason::Unsupported),
         }
     }
 }
@@ -661,15 +623,5 @@ fn flow_of(
             hash: lb_hash_v4(s, d, sport, dport, k.proto),
             closing,
         }
-    }
-}
-
-/// The mask of a burst of `n` packets.
-#[inline(always)]
-fn mask_below(n: usize) -> u32 {
-    if n >= 32 {
-        u32::MAX
-    } else {
-        (1 << n) - 1
     }
 }

@@ -210,47 +210,30 @@ impl Worker {
             if tables.generation() != generation {
                 generation = rebind(&mut pipeline, &mut out, &tables, index, &stats);
             }
-            let mut got = 0usize;
-            for (port, q) in rx.iter_mut() {
-                let n = q.rx_burst(&mut burst);
-                if n == 0 {
-                    continue;
-                }
-                got += n;
+            // One burst from `port` through the pipeline and out.
+            let mut process = |burst: &mut Burst<Mbuf>, port: u16| {
                 let ctx = StageCtx {
                     now: t0,
                     tsc_hz,
                     counters: &stats,
                 };
-                pipeline.run_and_dispatch(
-                    &mut burst,
-                    &mut meta,
-                    *port,
-                    &ctx,
-                    &mut out,
-                    dispatch_slot,
-                );
+                pipeline.run_and_dispatch(burst, &mut meta, port, &ctx, &mut out, dispatch_slot);
+            };
+            let mut got = 0usize;
+            for (port, q) in rx.iter_mut() {
+                let n = q.rx_burst(&mut burst);
+                if n != 0 {
+                    got += n;
+                    process(&mut burst, *port);
+                }
             }
             let mut from_rings = 0usize;
             for (port, r) in rings.iter_mut() {
                 let n = r.dequeue_burst(&mut burst);
-                if n == 0 {
-                    continue;
+                if n != 0 {
+                    from_rings += n;
+                    process(&mut burst, *port);
                 }
-                from_rings += n;
-                let ctx = StageCtx {
-                    now: t0,
-                    tsc_hz,
-                    counters: &stats,
-                };
-                pipeline.run_and_dispatch(
-                    &mut burst,
-                    &mut meta,
-                    *port,
-                    &ctx,
-                    &mut out,
-                    dispatch_slot,
-                );
             }
             if got == 0 && from_rings == 0 {
                 stats.empty_polls.add(1);

@@ -73,6 +73,14 @@ impl Steering {
     pub fn flow_hash(&self, data: &[u8], m: &mut Meta) -> Option<u32> {
         self.parse.parse_any_dst(data, m).ok()?;
         let k = &m.key;
+        // An ICMP error goes where the flow it quotes goes (reversed: the
+        // quoted packet left toward the sender of the flow), so that it
+        // meets that flow's connection entry (`lb` steers it by it).
+        if matches!(k.proto, 1 | 58) {
+            if let Some(h) = self.quoted_hash(data, m) {
+                return Some(h);
+            }
+        }
         match m.l3 {
             L3::Ipv4 => {
                 let (sp, dp) = if self.parse.l4 && !fragment_v4(data, m) {
@@ -93,6 +101,24 @@ impl Steering {
             }
             _ => None,
         }
+    }
+
+    /// The hash of the flow an ICMP error quotes, as that flow's own
+    /// packets hash (its source and destination swapped back).
+    #[cold]
+    fn quoted_hash(&self, data: &[u8], m: &Meta) -> Option<u32> {
+        let v6 = m.l3 == L3::Ipv6;
+        let q = crate::pipeline::lb::icmp::quoted_flow(data, m, v6)?;
+        let (sp, dp) = if self.parse.l4 {
+            (q.dport, q.sport)
+        } else {
+            (0, 0)
+        };
+        Some(if v6 {
+            lb_hash_v6(q.dst, q.src, sp, dp, q.proto)
+        } else {
+            lb_hash_v4(q.dst as u32, q.src as u32, sp, dp, q.proto)
+        })
     }
 
     /// Index (among the fed workers) of the worker for this frame.
@@ -334,6 +360,46 @@ mod tests {
         0x00, 0x0c, 0x00, 0x00,     // UDP length 12, checksum 0
         0, 0, 0, 0,                 // payload
     ];
+
+    /// An ICMP error about a reply of a flow (VIP:80 -> client) steers as
+    /// the flow (client -> VIP:80) itself.
+    #[test]
+    fn icmp_errors_go_where_their_flow_goes() {
+        let s = Steering::new(4, DistributorHash::FiveTuple);
+        let mut m = Meta::default();
+        let flow = udp4([198, 51, 100, 7], [198, 18, 0, 10], 4000, 80);
+        let reply = {
+            let mut v = Vec::new();
+            PacketBuilder::ipv4([198, 18, 0, 10], [198, 51, 100, 7], 64)
+                .udp(80, 4000)
+                .write(&mut v, &[0; 18])
+                .unwrap();
+            v
+        };
+        let mut err = Vec::new();
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([203, 0, 113, 1], [198, 18, 0, 10], 64)
+            .icmpv4(etherparse::Icmpv4Type::DestinationUnreachable(
+                etherparse::icmpv4::DestUnreachableHeader::FragmentationNeeded {
+                    next_hop_mtu: 1280,
+                },
+            ))
+            .write(&mut err, &reply[..28])
+            .unwrap();
+        let want = s.flow_hash(&flow, &mut m).unwrap();
+        assert_eq!(s.flow_hash(&err, &mut m), Some(want));
+        // An echo request is no error: hashed by its own addresses.
+        let mut echo = Vec::new();
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([203, 0, 113, 1], [198, 18, 0, 10], 64)
+            .icmpv4_echo_request(1, 1)
+            .write(&mut echo, &[0; 8])
+            .unwrap();
+        assert_eq!(
+            s.flow_hash(&echo, &mut m),
+            Some(lb_hash_v4(0xcb00_7101, 0xc612_000a, 0, 0, 1))
+        );
+    }
 
     #[test]
     fn hash_is_the_load_balancers_over_the_five_tuple() {

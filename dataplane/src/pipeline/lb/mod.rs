@@ -36,7 +36,7 @@
 //! `verdict` (DSR: `Tx`, drops), and rewrites the whole `Meta` of a packet
 //! it encapsulates (parsed again: the outer header).
 mod encap;
-mod icmp;
+pub mod icmp;
 
 use super::route::FastTx;
 use super::{

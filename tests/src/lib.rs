@@ -1,6 +1,8 @@
 //! Test harness for black-box tests: finds the built `dataplane` binary,
 //! gives every DPDK process its own file prefix and bounded memory, runs the
 //! daemon from a TOML file and reads its final JSON report.
+pub mod router_ns;
+
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

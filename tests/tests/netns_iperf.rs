@@ -21,108 +21,17 @@
 //! Each transfer is short (`-t 2`); throughput is printed (run with
 //! `--no-capture` to see it), never asserted. Needs root, `iperf3`,
 //! `ethtool`, `nstat` and `ping` (scripts/setup.sh installs them).
+use dataplane_tests::router_ns::{host_addrs, router_config, Running};
 use dataplane_tests::*;
 use serde_json::Value;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-/// The daemon, killed if the test fails before stopping it; its EAL
-/// runtime directory is removed either way.
-struct Running {
-    daemon: Option<Daemon>,
-    file_prefix: String,
-}
-
-impl Running {
-    fn start(dir: &std::path::Path, cfg: &std::path::Path, file_prefix: String) -> Running {
-        let mut running = Running {
-            daemon: Some(Daemon::start(dir, cfg, &[]).unwrap()),
-            file_prefix,
-        };
-        running.daemon.as_mut().unwrap().wait_running().unwrap();
-        running
-    }
-
-    /// SIGTERM; it must exit 0 with balanced books (`Daemon::stop` checks
-    /// them). The final report.
-    fn stop(mut self) -> Value {
-        let d = self.daemon.take().unwrap();
-        let log = d.log();
-        let (out, r, _) = d.stop(libc::SIGTERM, Duration::from_secs(15)).unwrap();
-        drop(self);
-        assert!(out.status.success(), "exit {:?}\n{log}", out.status);
-        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-        r
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(d) = self.daemon.take() {
-            eprintln!("daemon log:\n{}", d.log());
-            drop(d);
-        }
-        let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{}", self.file_prefix));
-    }
-}
-
-/// The router between 10.10.1.0/24 (port `a`) and 10.10.2.0/24 (port `b`)
-/// and their IPv6 equivalents, with 198.51.100.0/24 (addresses on B's
-/// loopback) via B; `b_extra` goes into port b's section.
+/// The router (`router_ns::router_config`) with 198.51.100.0/24 (addresses
+/// on B's loopback) via B; `b_extra` goes into port b's section.
 fn config(prefix: &str, dev_a: &str, dev_b: &str, b_extra: &str) -> String {
-    format!(
-        r#"pipeline = ["route"]
-
-[eal]
-file_prefix = "{prefix}"
-memory_mb = 512
-hugepages = "off"
-
-[daemon]
-stats_interval_ms = 0
-
-[[port]]
-name = "a"
-device = "{dev_a}"
-ipv4 = ["10.10.1.1/24"]
-ipv6 = ["fd00:10:1::1/64"]
-
-[[port]]
-name = "b"
-device = "{dev_b}"
-{b_extra}
-ipv4 = ["10.10.2.1/24"]
-ipv6 = ["fd00:10:2::1/64"]
-
-[[worker]]
-core = 1
-rx = ["a", "b"]
-
-[route]
-icmp_rate = 100
-
-[[route.static]]
-prefix = "198.51.100.0/24"
-via = "10.10.2.2"
-"#,
-    )
-}
-
-fn host_addrs() -> (VethAddrs<'static>, VethAddrs<'static>) {
-    (
-        VethAddrs {
-            v4: "10.10.1.2/24",
-            v6: "fd00:10:1::2/64",
-            gw4: "10.10.1.1",
-            gw6: "fd00:10:1::1",
-        },
-        VethAddrs {
-            v4: "10.10.2.2/24",
-            v6: "fd00:10:2::2/64",
-            gw4: "10.10.2.1",
-            gw6: "fd00:10:2::1",
-        },
-    )
+    let routes = "[[route.static]]\nprefix = \"198.51.100.0/24\"\nvia = \"10.10.2.2\"\n";
+    router_config(prefix, (dev_a, ""), (dev_b, b_extra), routes)
 }
 
 /// `prog args...` in `ns`, stdout and stderr together; panics unless it

@@ -12,51 +12,10 @@
 //! tap PMD has it, af_packet does not. A flood into an af_packet port with a
 //! tiny ring checks that the ring overruns the PMD never reports show in
 //! the port report's kernel counters.
+use dataplane_tests::router_ns::{host_addrs, router_config, Running};
 use dataplane_tests::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// The daemon, killed if the test fails before stopping it, so no
-/// busy-polling process outlives the test; its EAL runtime directory is
-/// removed either way.
-struct Running {
-    daemon: Option<Daemon>,
-    file_prefix: String,
-}
-
-impl Running {
-    /// Starts the daemon on `cfg` (written with `file_prefix`) and waits for
-    /// its workers.
-    fn start(dir: &std::path::Path, cfg: &std::path::Path, file_prefix: String) -> Running {
-        let mut running = Running {
-            daemon: Some(Daemon::start(dir, cfg, &[]).unwrap()),
-            file_prefix,
-        };
-        running.daemon.as_mut().unwrap().wait_running().unwrap();
-        running
-    }
-
-    /// Stops the daemon with SIGTERM; it must exit 0. Its final report.
-    fn stop(mut self) -> serde_json::Value {
-        let d = self.daemon.take().unwrap();
-        let log = d.log();
-        let (out, r, _) = d.stop(libc::SIGTERM, Duration::from_secs(15)).unwrap();
-        drop(self);
-        assert!(out.status.success(), "exit {:?}\n{log}", out.status);
-        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-        r
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(d) = self.daemon.take() {
-            eprintln!("daemon log:\n{}", d.log());
-            drop(d); // kills a daemon still running
-        }
-        let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{}", self.file_prefix));
-    }
-}
 
 /// Runs `ping args...` in `ns`; returns (replies received, ping's output).
 fn ping(ns: &VethNs, args: &[&str]) -> (u32, String) {
@@ -120,46 +79,7 @@ fn ping_ttl1(ns: &VethNs, dst: &str, v6: bool, from: &str, msg: &str) {
 fn config(prefix: &str, a: &VethNs, b: &VethNs) -> String {
     let dev_a = format!("net_af_packet0,iface={},qpairs=1", a.host_if);
     let dev_b = format!("net_af_packet1,iface={},qpairs=1", b.host_if);
-    router_config(prefix, &dev_a, &dev_b, "")
-}
-
-/// The router between 10.10.1.0/24 (port `a` on `dev_a`) and 10.10.2.0/24
-/// (`b` on `dev_b`), and the IPv6 equivalents; `port_extra` is added to
-/// both ports' sections.
-fn router_config(prefix: &str, dev_a: &str, dev_b: &str, port_extra: &str) -> String {
-    format!(
-        r#"pipeline = ["route"]
-
-[eal]
-file_prefix = "{prefix}"
-memory_mb = 512
-hugepages = "off"
-
-[daemon]
-stats_interval_ms = 0
-
-[[port]]
-name = "a"
-device = "{dev_a}"
-{port_extra}
-ipv4 = ["10.10.1.1/24"]
-ipv6 = ["fd00:10:1::1/64"]
-
-[[port]]
-name = "b"
-device = "{dev_b}"
-{port_extra}
-ipv4 = ["10.10.2.1/24"]
-ipv6 = ["fd00:10:2::1/64"]
-
-[[worker]]
-core = 1
-rx = ["a", "b"]
-
-[route]
-icmp_rate = 100
-"#,
-    )
+    router_config(prefix, (&dev_a, ""), (&dev_b, ""), "")
 }
 
 #[test]
@@ -245,24 +165,6 @@ fn netns_hosts_ping_through_and_to_the_router() {
     eprintln!("took {:?}", t0.elapsed());
 }
 
-/// The two hosts' addressing: (A, B).
-fn host_addrs() -> (VethAddrs<'static>, VethAddrs<'static>) {
-    (
-        VethAddrs {
-            v4: "10.10.1.2/24",
-            v6: "fd00:10:1::2/64",
-            gw4: "10.10.1.1",
-            gw6: "fd00:10:1::1",
-        },
-        VethAddrs {
-            v4: "10.10.2.2/24",
-            v6: "fd00:10:2::2/64",
-            gw4: "10.10.2.1",
-            gw6: "fd00:10:2::1",
-        },
-    )
-}
-
 /// Packets namespace `ns`'s IPv4 layer dropped for a bad header (a wrong
 /// header checksum among them): `InHdrErrors` of `/proc/net/snmp`.
 fn ipv4_header_errors(ns: &VethNs) -> u64 {
@@ -299,13 +201,13 @@ fn tap_hosts_ping_through(offload: bool) {
     };
     // Through a gateway as well (B, for a network on its loopback): the
     // fused fast path forwards those, the general path the connected ones.
-    let routes = "\n[[route.static]]\nprefix = \"198.51.100.0/24\"\nvia = \"10.10.2.2\"\n";
+    let routes = "[[route.static]]\nprefix = \"198.51.100.0/24\"\nvia = \"10.10.2.2\"\n";
     let toml = router_config(
         &prefix,
-        &format!("net_tap0,iface={if_a}"),
-        &format!("net_tap1,iface={if_b}"),
-        extra,
-    ) + routes;
+        (&format!("net_tap0,iface={if_a}"), extra),
+        (&format!("net_tap1,iface={if_b}"), extra),
+        routes,
+    );
     std::fs::write(&cfg, toml).unwrap();
     let running = Running::start(dir.path(), &cfg, prefix);
     let (addrs_a, addrs_b) = host_addrs();
@@ -389,7 +291,7 @@ fn af_packet_ring_overruns_are_reported() {
     let ring = "qpairs=1,blocksz=4096,framesz=2048,framecnt=2";
     let dev_a = format!("net_af_packet0,iface={},{ring}", a.host_if);
     let dev_b = format!("net_af_packet1,iface={},qpairs=1", b.host_if);
-    std::fs::write(&cfg, router_config(&prefix, &dev_a, &dev_b, "")).unwrap();
+    std::fs::write(&cfg, router_config(&prefix, (&dev_a, ""), (&dev_b, ""), "")).unwrap();
     let running = Running::start(dir.path(), &cfg, prefix);
 
     // The worker runs on core 1 (router_config): so does the sender.

@@ -515,3 +515,109 @@ fn reloads_keep_tracked_flows_on_their_backends() {
         .collect();
     assert!(lost.is_empty(), "no drop but a full TX ring: {lost:?}");
 }
+
+/// `lb` in ring mode: one receiving core steers 2,000 flows over two
+/// workers, each with its own connection table. Every flow must be tracked
+/// exactly once (its packets all reach one worker: the tables hold 2,000
+/// entries between them, not more) and keep one backend; both workers
+/// take a share.
+#[test]
+fn ring_mode_tracks_each_flow_on_one_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let prefix = file_prefix("lb-ring");
+    let backends: String = (1..=4)
+        .map(|i| format!("[[lb.service.backend]]\naddress = \"10.2.0.{i}\"\n"))
+        .collect();
+    let cfg = format!(
+        r#"pipeline = ["lb", "route"]
+[eal]
+file_prefix = "{prefix}"
+memory_mb = 512
+hugepages = "off"
+control_core = 0
+[daemon]
+stats_interval_ms = 0
+[[port]]
+name = "client"
+device = "net_pcap0,rx_pcap={d}/client-in.pcap,tx_pcap={d}/client-w0.pcap,tx_pcap={d}/client-w1.pcap"
+mac = "02:00:00:00:01:01"
+ipv4 = ["192.0.2.1/24"]
+[[port]]
+name = "dc"
+device = "net_pcap1,rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-w0.pcap,tx_pcap={d}/dc-w1.pcap"
+mac = "02:00:00:00:02:01"
+ipv4 = ["10.1.0.1/16"]
+[[worker]]
+core = 0
+[[worker]]
+core = 1
+[distributor]
+core = 1
+rx = ["client", "dc"]
+# Room for the whole pcap: the pcap port reads it faster than debug-built
+# workers take it, and a full ring drops.
+ring_size = 8192
+[route]
+[[route.static]]
+prefix = "10.2.0.0/16"
+via = "10.1.0.2"
+[[route.neighbor]]
+ip = "10.1.0.2"
+mac = "02:00:00:00:02:02"
+[[lb.service]]
+name = "web"
+vip = "198.18.0.10"
+proto = "tcp"
+port = 80
+source = "10.1.0.1"
+{backends}"#
+    );
+    let flows = 2000;
+    let mut frames = Vec::new();
+    for k in 0..flows {
+        let (c, p) = client(k);
+        frames.push(tcp(c, p, VIP, 80, true, 0));
+        frames.push(tcp(c, p, VIP, 80, false, 10));
+    }
+    write_pcap(&dir.path().join("client-in.pcap"), &frames).unwrap();
+    write_pcap(&dir.path().join("dc-in.pcap"), &[]).unwrap();
+    let path = dir.path().join("lb.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let r = run_daemon(
+        dir.path(),
+        &path,
+        &["--stop-when-idle", "800"],
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    assert_eq!(r.report["mempool"]["in_use"], 0);
+    let mut out = read_pcap(&dir.path().join("dc-w0.pcap")).unwrap();
+    out.extend(read_pcap(&dir.path().join("dc-w1.pcap")).unwrap());
+    assert_eq!(out.len(), frames.len(), "every packet balanced and sent");
+    let mut backend_of: HashMap<(Vec<u8>, u16), Ipv4Addr> = HashMap::new();
+    for f in &out {
+        let (b, inner) = check_ipip(f);
+        let key = (
+            inner[12..16].to_vec(),
+            u16::from_be_bytes([inner[20], inner[21]]),
+        );
+        let was = *backend_of.entry(key).or_insert(b);
+        assert_eq!(was, b, "a flow changed backend");
+    }
+    assert_eq!(backend_of.len(), flows);
+    let web = &r.report["stages"]["lb"]["services"][0]["counters"];
+    assert_eq!(web["new_flows"], flows as u64, "{web:#}");
+    assert_eq!(web["tracked"], flows as u64, "{web:#}");
+    assert_eq!(
+        r.report["stages"]["lb"]["conntrack"]["entries"], flows as u64,
+        "each flow in one worker's table"
+    );
+    let workers = r.report["workers"].as_array().unwrap();
+    for (i, w) in workers.iter().enumerate() {
+        assert!(
+            w["ring_rx"].as_u64().unwrap_or(0) > 0,
+            "worker {i} got nothing: {w:#}"
+        );
+    }
+}

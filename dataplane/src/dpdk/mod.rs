@@ -8,6 +8,7 @@
 
 pub mod acl;
 pub mod af_packet;
+pub mod bigmem;
 pub mod eal;
 pub mod error;
 pub mod hash;

@@ -31,6 +31,7 @@
 //! and prefetches through `crate::dpdk::prefetch`: CPU intrinsics kept in
 //! `dpdk/` because only it may use `unsafe`; neither calls DPDK or needs
 //! EAL.
+use crate::dpdk::bigmem::BigSlice;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Ways per bucket.
@@ -189,6 +190,15 @@ impl ConnKey {
         &self.w
     }
 
+    /// [`ConnKey::same`] for two keys of which `self` is IPv4: its last
+    /// three words are zero, and the family in the first word keeps an
+    /// IPv6 key from matching the first three.
+    #[inline(always)]
+    fn same_v4(&self, other: &ConnKey) -> bool {
+        debug_assert!(!self.is_v6());
+        (self.w[0] ^ other.w[0]) | (self.w[1] ^ other.w[1]) | (self.w[2] ^ other.w[2]) == 0
+    }
+
     #[inline(always)]
     fn same(&self, other: &ConnKey) -> bool {
         // Branch-free: the derived `==` stops at the first difference.
@@ -278,10 +288,19 @@ const _: () = assert!(std::mem::size_of::<Bucket>() == 32);
 /// A lookup in flight (see [`ConnTable::probe`]): the slot of the first
 /// primary way whose tag matched, or none.
 #[derive(Clone, Copy, Debug)]
-pub struct Probe(u32);
+pub struct Probe {
+    slot: u32,
+    /// The table's [`ConnTable::layout`] count when probed: while it has
+    /// not moved, no way was freed, taken or moved, so the probed way
+    /// still holds what its tag said.
+    layout: u32,
+}
 
 impl Probe {
-    pub const NONE: Probe = Probe(u32::MAX);
+    pub const NONE: Probe = Probe {
+        slot: u32::MAX,
+        layout: 0,
+    };
 }
 
 impl Default for Probe {
@@ -291,18 +310,25 @@ impl Default for Probe {
 }
 
 /// The per-worker connection table (see the module doc).
+///
+/// Its arrays are on transparent huge pages ([`BigSlice`]): a lookup reads
+/// two lines at random in megabytes, which on 4 KiB pages is a TLB miss
+/// each.
 pub struct ConnTable {
-    buckets: Box<[Bucket]>,
-    slots: Box<[Slot]>,
+    buckets: BigSlice<Bucket>,
+    slots: BigSlice<Slot>,
     /// Per bucket: entries whose primary bucket this is that sit in their
     /// alternate. While 0, a lookup that misses here is a miss.
-    overflow: Box<[u16]>,
+    overflow: BigSlice<u16>,
     /// Buckets − 1 (a power of two minus one).
     mask: usize,
     /// Indexed by [`ConnTable::class`]: other, TCP, closing, closing.
     timeouts: [u64; 4],
     /// Ways in use (live or expired and not yet reclaimed).
     used: usize,
+    /// Bumped whenever a way is freed, taken or moved: a [`Probe`] taken
+    /// at the same count needs no second look at its tag.
+    layout: u32,
 }
 
 impl ConnTable {
@@ -319,9 +345,9 @@ impl ConnTable {
         let ways = capacity.max(MIN_CAPACITY).next_power_of_two();
         let buckets = ways / WAYS;
         Ok(ConnTable {
-            buckets: vec![Bucket::default(); buckets].into_boxed_slice(),
-            slots: vec![Slot::default(); ways].into_boxed_slice(),
-            overflow: vec![0; buckets].into_boxed_slice(),
+            buckets: BigSlice::new(buckets, Bucket::default()),
+            slots: BigSlice::new(ways, Slot::default()),
+            overflow: BigSlice::new(buckets, 0),
             mask: buckets - 1,
             timeouts: [
                 timeouts.udp,
@@ -330,6 +356,7 @@ impl ConnTable {
                 timeouts.closing,
             ],
             used: 0,
+            layout: 0,
         })
     }
 
@@ -371,6 +398,7 @@ impl ConnTable {
         self.buckets.fill(Bucket::default());
         self.overflow.fill(0);
         self.used = 0;
+        self.layout = self.layout.wrapping_add(1);
     }
 
     /// Nonzero, with bit 0 clear (the primary form of the tag).
@@ -423,23 +451,34 @@ impl ConnTable {
     /// The slot holding `key` (live or expired), if any.
     #[inline(always)]
     fn find(&self, key: &ConnKey, hash: u32) -> Option<usize> {
+        self.find_as::<false>(key, hash)
+    }
+
+    /// [`ConnTable::find`]; `V4`: `key` is an IPv4 key (three words compared).
+    #[inline(always)]
+    fn find_as<const V4: bool>(&self, key: &ConnKey, hash: u32) -> Option<usize> {
         let b = self.primary(hash);
         let t = Self::tag(hash);
-        if let Some(s) = self.find_in(b, t, key) {
+        if let Some(s) = self.find_in::<V4>(b, t, key) {
             return Some(s);
         }
         if self.overflow[b] == 0 {
             return None;
         }
-        self.find_in(self.other(b, t), t | 1, key)
+        self.find_in::<V4>(self.other(b, t), t | 1, key)
     }
 
     #[inline(always)]
-    fn find_in(&self, b: usize, tag: u32, key: &ConnKey) -> Option<usize> {
+    fn find_in<const V4: bool>(&self, b: usize, tag: u32, key: &ConnKey) -> Option<usize> {
         let mut hits = crate::dpdk::match_mask8(&self.buckets[b].tags, tag);
         while hits != 0 {
             let s = b * WAYS + hits.trailing_zeros() as usize;
-            if self.slots[s].key.same(key) {
+            let same = if V4 {
+                key.same_v4(&self.slots[s].key)
+            } else {
+                self.slots[s].key.same(key)
+            };
+            if same {
                 return Some(s);
             }
             hits &= hits - 1;
@@ -458,6 +497,7 @@ impl ConnTable {
         }
         self.buckets[b].tags[w] = 0;
         self.used -= 1;
+        self.layout = self.layout.wrapping_add(1);
     }
 
     #[inline(always)]
@@ -472,7 +512,17 @@ impl ConnTable {
     /// The live slot holding `key`; an expired one is freed on the way.
     #[inline(always)]
     fn find_live(&mut self, key: &ConnKey, hash: u32, now: u64) -> Option<usize> {
-        let s = self.find(key, hash)?;
+        self.find_live_as::<false>(key, hash, now)
+    }
+
+    #[inline(always)]
+    fn find_live_as<const V4: bool>(
+        &mut self,
+        key: &ConnKey,
+        hash: u32,
+        now: u64,
+    ) -> Option<usize> {
+        let s = self.find_as::<V4>(key, hash)?;
         if self.expired(&self.slots[s], now) {
             self.free(s);
             return None;
@@ -498,7 +548,10 @@ impl ConnTable {
         }
         let s = b * WAYS + hits.trailing_zeros() as usize;
         crate::dpdk::prefetch(&self.slots[s]);
-        Probe(s as u32)
+        Probe {
+            slot: s as u32,
+            layout: self.layout,
+        }
     }
 
     /// Step 3: [`ConnTable::touch`], trying the probed slot first.
@@ -510,12 +563,39 @@ impl ConnTable {
         hash: u32,
         now: u64,
     ) -> Option<Entry> {
-        let s = probe.0 as usize;
-        // The tag check: an earlier call of the burst may have freed or
-        // moved the probed way (its key bytes stay behind).
-        if probe.0 != Probe::NONE.0
-            && self.buckets[s / WAYS].tags[s % WAYS] == Self::tag(hash)
-            && self.slots[s].key.same(key)
+        self.touch_probed_as::<false>(probe, key, hash, now)
+    }
+
+    /// [`ConnTable::touch_probed`] for an IPv4 key (see
+    /// [`ConnTable::touch_v4`]).
+    #[inline(always)]
+    pub fn touch_probed_v4(
+        &mut self,
+        probe: Probe,
+        key: &ConnKey,
+        hash: u32,
+        now: u64,
+    ) -> Option<Entry> {
+        debug_assert!(!key.is_v6());
+        self.touch_probed_as::<true>(probe, key, hash, now)
+    }
+
+    #[inline(always)]
+    fn touch_probed_as<const V4: bool>(
+        &mut self,
+        probe: Probe,
+        key: &ConnKey,
+        hash: u32,
+        now: u64,
+    ) -> Option<Entry> {
+        let s = probe.slot as usize;
+        let same = |k: &ConnKey| if V4 { key.same_v4(k) } else { k.same(key) };
+        // The tag check, when a call since the probe freed, took or moved
+        // a way (the probed one's key bytes may stay behind).
+        if probe.slot != Probe::NONE.slot
+            && (probe.layout == self.layout
+                || self.buckets[s / WAYS].tags[s % WAYS] == Self::tag(hash))
+            && same(&self.slots[s].key)
         {
             if self.expired(&self.slots[s], now) {
                 self.free(s);
@@ -527,7 +607,10 @@ impl ConnTable {
         }
         // No tag matched in the primary bucket (the probe saw the same
         // tags), or another key had the tag: the general path.
-        self.touch(key, hash, now)
+        let s = self.find_live_as::<V4>(key, hash, now)?;
+        let slot = &mut self.slots[s];
+        slot.last_seen = slot.last_seen.max(now);
+        Some(Self::entry(slot))
     }
 
     /// The live entry for `key` (hashed to `hash` by the caller, the same
@@ -544,6 +627,17 @@ impl ConnTable {
     #[inline(always)]
     pub fn touch(&mut self, key: &ConnKey, hash: u32, now: u64) -> Option<Entry> {
         let s = self.find_live(key, hash, now)?;
+        let slot = &mut self.slots[s];
+        slot.last_seen = slot.last_seen.max(now);
+        Some(Self::entry(slot))
+    }
+
+    /// [`ConnTable::touch`] for an IPv4 key ([`ConnKey::v4`]): the same
+    /// answer, comparing the three words such a key has.
+    #[inline(always)]
+    pub fn touch_v4(&mut self, key: &ConnKey, hash: u32, now: u64) -> Option<Entry> {
+        debug_assert!(!key.is_v6());
+        let s = self.find_live_as::<true>(key, hash, now)?;
         let slot = &mut self.slots[s];
         slot.last_seen = slot.last_seen.max(now);
         Some(Self::entry(slot))
@@ -604,6 +698,7 @@ impl ConnTable {
         };
         self.buckets[bucket].tags[w] = tag;
         self.used += 1;
+        self.layout = self.layout.wrapping_add(1);
         Ok(bucket * WAYS + w)
     }
 
@@ -625,6 +720,7 @@ impl ConnTable {
                 self.buckets[alt].tags[w2] = tag | 1;
                 self.buckets[b].tags[w] = 0;
                 self.overflow[b] += 1;
+                self.layout = self.layout.wrapping_add(1);
                 return Some(w);
             }
         }

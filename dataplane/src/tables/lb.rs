@@ -244,8 +244,6 @@ pub struct Service {
     pub maglev: Maglev,
     /// In Maglev order ([`Maglev::backends`]).
     pub backends: Box<[BackendEntry]>,
-    /// Index of its first backend in the per-worker backend counters.
-    pub counter_base: usize,
 }
 
 /// IP protocol number of IPv4 in IP.
@@ -296,6 +294,88 @@ impl OuterV4 {
     }
 }
 
+/// What the plain IPv4 path (`pipeline::lb`'s lane path) reads of a
+/// service, in one small record per service (index as in
+/// [`LbTables::services`]): the match and the policy bits, so a packet of
+/// a tracked flow reads nothing of the larger [`Service`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Service4 {
+    pub proto: u8,
+    /// 0 = every port.
+    pub port: u16,
+    /// IP-in-IP over IPv4 (a VIP and backends of that family): the only
+    /// method the plain path carries out itself; DSR takes the general one.
+    pub ipip4: bool,
+    pub conntrack: bool,
+    /// [`FragPolicy::ThreeTuple`].
+    pub three_tuple: bool,
+    pub df: DfPolicy,
+    /// [`ServiceKey::id`].
+    pub id: u32,
+}
+
+/// What the plain IPv4 path reads of a backend: 32 bytes, indexed by the
+/// backend's stable id ([`LbTables::backends4`]), the id a connection
+/// entry holds, so a tracked packet goes from its entry to its backend in
+/// one load.
+///
+/// The outer header (IP-in-IP to an IPv4 backend) is kept as the words a
+/// packet's header is written with: bytes 8..16 (TTL, protocol, a zero
+/// checksum, source) and the two addresses, each as the native-endian
+/// word of its bytes, so that writing it is three stores and a checksum
+/// of four added words ([`OuterV4::sum`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(32))]
+pub struct Backend4 {
+    /// Outer header bytes 8..16.
+    pub ttl_proto_src: u64,
+    /// The outer source's bytes in the low half, the destination's in the
+    /// high half (as [`crate::flow::FlowKeyV4::addrs`]).
+    pub addrs: u64,
+    /// [`OuterV4::sum`].
+    pub sum: u32,
+    /// [`BackendEntry::inner_mtu`].
+    pub inner_mtu: u16,
+    /// Weight 0: tracked flows stay, new ones go elsewhere.
+    pub drained: bool,
+    /// In this snapshot: false for an id whose backend was removed (or
+    /// belongs to no service now).
+    pub live: bool,
+    /// Its index in its service's backends.
+    pub index: u16,
+}
+
+impl Backend4 {
+    /// The record of an id no backend has in this snapshot.
+    const GONE: Backend4 = Backend4 {
+        ttl_proto_src: 0,
+        addrs: 0,
+        sum: 0,
+        inner_mtu: 0,
+        drained: false,
+        live: false,
+        index: 0,
+    };
+
+    fn new(b: &BackendEntry, index: usize) -> Self {
+        let h = &b.outer_v4.header;
+        let word = |at: usize| u32::from_ne_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        Backend4 {
+            ttl_proto_src: u64::from_ne_bytes([
+                h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15],
+            ]),
+            addrs: u64::from(word(12)) | u64::from(word(16)) << 32,
+            sum: b.outer_v4.sum,
+            inner_mtu: b.inner_mtu,
+            drained: b.weight == 0,
+            live: true,
+            index: index as u16,
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Backend4>() == 32);
+
 /// Marks an unused [`LbTables::slot_of`] entry.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -345,7 +425,7 @@ impl ServiceCounters {
 #[derive(Debug)]
 pub struct LbCounters {
     pub services: Box<[ServiceCounters]>,
-    /// By `Service::counter_base + backend index`: packets and new flows.
+    /// By backend stable id: packets and new flows.
     pub backend_packets: Box<[Counter]>,
     pub backend_flows: Box<[Counter]>,
 }
@@ -385,6 +465,10 @@ pub struct LbTables {
     vip6: Box<[(u128, u16, u16)]>,
     /// Stable backend id -> its index in its service, or [`NO_SLOT`].
     slot_of: Box<[u32]>,
+    /// [`Service4`] of each service (as `services`).
+    pub services4: Box<[Service4]>,
+    /// [`Backend4`] of every backend of every service, by stable id.
+    pub backends4: Box<[Backend4]>,
     /// Per worker.
     pub counters: Vec<Arc<LbCounters>>,
     pub spec: LbSpec,
@@ -403,7 +487,6 @@ impl LbTables {
         // By VIP, a service with a port before the every-port one.
         specs.sort_by_key(|s| (s.key.vip, s.key.proto, s.key.port == 0, s.key.port));
         let mut services = Vec::with_capacity(specs.len());
-        let mut counter_base = 0;
         for s in specs {
             let maglev = Maglev::new(
                 s.table_size,
@@ -466,7 +549,6 @@ impl LbTables {
                     }
                 })
                 .collect();
-            let n = backends.len();
             services.push(Service {
                 name: s.name.clone(),
                 key: s.key,
@@ -477,16 +559,36 @@ impl LbTables {
                 fragments: s.fragments,
                 maglev,
                 backends,
-                counter_base,
             });
-            counter_base += n;
         }
         let mut slot_of = vec![NO_SLOT; ids.len()];
+        let mut backends4 = vec![Backend4::GONE; ids.len()];
         for s in &services {
             for (i, b) in s.backends.iter().enumerate() {
                 slot_of[b.stable_id as usize] = i as u32;
+                backends4[b.stable_id as usize] = Backend4::new(b, i);
             }
         }
+        let services4 = services
+            .iter()
+            .map(|s| Service4 {
+                proto: s.key.proto,
+                port: s.key.port,
+                ipip4: matches!(
+                    (s.method, s.key.vip),
+                    (
+                        Method::Ipip {
+                            source: IpAddr::V4(_)
+                        },
+                        IpAddr::V4(_)
+                    )
+                ),
+                conntrack: s.conntrack,
+                three_tuple: s.fragments == FragPolicy::ThreeTuple,
+                df: s.df,
+                id: s.id,
+            })
+            .collect();
         // VIP ranges.
         let mut ranges: Vec<(IpAddr, u16, u16)> = Vec::new();
         for (i, s) in services.iter().enumerate() {
@@ -518,8 +620,10 @@ impl LbTables {
             vip4_mask: size - 1,
             vip6: vip6.into_boxed_slice(),
             slot_of: slot_of.into_boxed_slice(),
+            services4,
+            backends4: backends4.into_boxed_slice(),
             counters: (0..workers.max(1))
-                .map(|_| Arc::new(LbCounters::new(spec.services.len(), counter_base)))
+                .map(|_| Arc::new(LbCounters::new(spec.services.len(), ids.len())))
                 .collect(),
             spec: spec.clone(),
         })
@@ -573,6 +677,23 @@ impl LbTables {
         }
     }
 
+    /// The plain path's record of the backend with stable id `id`, if a
+    /// service still has it.
+    #[inline(always)]
+    pub fn backend4(&self, id: u32) -> Option<&Backend4> {
+        self.backends4.get(id as usize).filter(|b| b.live)
+    }
+
+    /// The first of the services `first..first + count` (a VIP's range)
+    /// that takes `proto` to port `dport`, on the plain path's records.
+    #[inline(always)]
+    pub fn service4_in(&self, first: usize, count: usize, proto: u8, dport: u16) -> Option<usize> {
+        let s = self.services4.get(first..first + count)?;
+        s.iter()
+            .position(|k| k.proto == proto && (k.port == dport || k.port == 0))
+            .map(|i| first + i)
+    }
+
     /// Worker `w`'s counters (the last worker's when out of range).
     pub fn counters_for(&self, w: usize) -> Arc<LbCounters> {
         self.counters[w.min(self.counters.len() - 1)].clone()
@@ -596,9 +717,8 @@ impl LbTables {
                 let backends: Vec<serde_json::Value> = s
                     .backends
                     .iter()
-                    .enumerate()
-                    .map(|(bi, b)| {
-                        let k = s.counter_base + bi;
+                    .map(|b| {
+                        let k = b.stable_id as usize;
                         serde_json::json!({
                             "backend": b.label,
                             "weight": b.weight,
@@ -609,8 +729,10 @@ impl LbTables {
                     .collect();
                 let mut counters = crate::pipeline::sum_reports(&parts);
                 // Balanced packets: what its backends got (one count a packet).
-                let packets: u64 = (0..s.backends.len())
-                    .map(|bi| sum(&|c| c.backend_packets[s.counter_base + bi].get()))
+                let packets: u64 = s
+                    .backends
+                    .iter()
+                    .map(|b| sum(&|c| c.backend_packets[b.stable_id as usize].get()))
                     .sum();
                 counters["packets"] = packets.into();
                 serde_json::json!({

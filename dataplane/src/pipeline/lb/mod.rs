@@ -37,6 +37,7 @@
 //! it encapsulates (parsed again: the outer header).
 mod encap;
 pub mod icmp;
+mod plain;
 
 use super::route::FastTx;
 use super::{
@@ -69,6 +70,8 @@ pub struct LbStage {
     limiter: IcmpLimiter,
     /// Connection-table occupancy, published once a burst for the report.
     occupancy: Arc<LbWorkerCounters>,
+    /// The plain path's per-packet scratch ([`plain::Side`]).
+    side: plain::Side,
 }
 
 /// What the stage itself reports (its tables' counters are the snapshot's).
@@ -115,6 +118,7 @@ impl LbStage {
             conn,
             hz: 0,
             occupancy,
+            side: plain::Side::default(),
         })
     }
 
@@ -170,26 +174,7 @@ impl StageOps for LbStage {
             self.conn
                 .set_timeouts(timeouts(&self.tables.spec, ctx.tsc_hz));
         }
-        let n = pkts.len();
-        let plain = lane.plain;
-        for (i, m) in meta[..n].iter_mut().enumerate() {
-            if plain & (1 << i) != 0 {
-                // Plain packets' verdicts are in `Meta` on an early lane.
-                if m.verdict != Verdict::Continue {
-                    continue;
-                }
-                let Some(r) = self.tables.vip4_range(lane.dst[i]) else {
-                    continue;
-                };
-                if let Some(p) = pkts.get_mut(i) {
-                    self.plain_v4(p, m, lane, i, r, ctx);
-                }
-            } else if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
-                if let Some(p) = pkts.get_mut(i) {
-                    self.general(p, m, lane, i, ctx);
-                }
-            }
-        }
+        self.run_burst(pkts, meta, lane, ctx);
         self.occupancy
             .conntrack_entries
             .set(self.conn.occupancy() as u64);
@@ -436,7 +421,7 @@ impl LbStage {
         {
             Ok(()) => {
                 sc.new_flows.add(1);
-                c.backend_flows[s.counter_base + b].add(1);
+                c.backend_flows[s.backends[b].stable_id as usize].add(1);
                 if flow.closing != 0 {
                     self.conn
                         .mark_closing(&flow.key, flow.hash, now, flow.closing);
@@ -492,7 +477,7 @@ impl LbStage {
             };
             return;
         }
-        c.backend_packets[s.counter_base + b].add(1);
+        c.backend_packets[be.stable_id as usize].add(1);
         match (s.method, be.addr) {
             (Method::Dsr, _) => {
                 let d = p.data_mut();

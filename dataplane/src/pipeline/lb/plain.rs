@@ -1,0 +1,291 @@
+//! The lane's path through `lb`: plain IPv4 packets to IP-in-IP services
+//! over IPv4, a burst at a time, in two passes.
+//!
+//! 1. *Classify.* For each plain packet still undecided: its VIP, its
+//!    service (from the small per-service records, [`Service4`]), and for
+//!    a packet this path can finish (IP-in-IP over IPv4, not a fragment
+//!    the service drops) the flow hash and ports, kept in the stage's side
+//!    arrays ([`Side`]); the connection table's bucket for the hash is
+//!    prefetched. Nothing changes state here, so the order of the packets
+//!    does not matter yet.
+//! 2. *Decide,* in slot order over every packet the stage must look at:
+//!    those of pass 1 take the connection table's IPv4 lookup
+//!    ([`ConnTable::touch_v4`]), the backend's 32-byte record
+//!    ([`Backend4`]) and the encapsulation; every other packet (ICMP errors
+//!    to a VIP, fragments, DSR, IPv6, anything not plain) goes through the
+//!    per-packet code it always went through. One pass in slot order keeps
+//!    the connection table's inserts, and so which flows a nearly full
+//!    table refuses, exactly as on the stage-by-stage path.
+//!
+//! A new flow, a moved one, an untracked service, a packet too big for its
+//! backend's path: each leaves the fast code for the general functions
+//! (`choose`, `send`), so every counter and verdict is the general path's.
+use super::encap::encap_v4_plain;
+use super::{tcp_closing, Flow, LbStage, PROTO_ICMP, PROTO_TCP};
+use crate::burst::{Burst, BURST_SIZE};
+use crate::pipeline::{
+    DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3,
+};
+use crate::tables::conntrack::{ConnKey, Probe};
+use crate::tables::lb::{lb_hash_v4, Service4, IPPROTO_IPIP};
+use std::net::Ipv4Addr;
+
+/// Per-packet state of the pass-1 packets, by slot: the stage's side
+/// arrays in the burst scratch (what does not fit, and has no place in,
+/// `Meta`). Valid for the burst that wrote them only.
+pub(super) struct Side {
+    hash: [u32; BURST_SIZE],
+    /// Source port | destination port << 16, host order (0 for a
+    /// three-tuple service).
+    ports: [u32; BURST_SIZE],
+    service: [u16; BURST_SIZE],
+    /// The connection-table way pass 2 will read first.
+    probe: [Probe; BURST_SIZE],
+}
+
+impl Default for Side {
+    fn default() -> Self {
+        Side {
+            hash: [0; BURST_SIZE],
+            ports: [0; BURST_SIZE],
+            service: [0; BURST_SIZE],
+            probe: [Probe::NONE; BURST_SIZE],
+        }
+    }
+}
+
+impl LbStage {
+    /// Decides every packet of the burst (see the module doc).
+    #[inline(always)]
+    pub(super) fn run_burst<P: PacketBuf>(
+        &mut self,
+        pkts: &mut Burst<P>,
+        meta: &mut MetaBurst,
+        lane: &mut Lane,
+        ctx: &StageCtx,
+    ) {
+        let n = pkts.len();
+        let (fast, work) = self.classify(pkts, meta, lane, n);
+        // The tag lines fetched in pass 1 are read now, and the way each
+        // packet will compare fetched in turn: pass 2's loads are then
+        // hits, as long as a burst's worth of flows fits the cache.
+        let mut probe = fast;
+        while probe != 0 {
+            let i = probe.trailing_zeros() as usize % BURST_SIZE;
+            probe &= probe - 1;
+            self.side.probe[i] = self.conn.probe(self.side.hash[i]);
+        }
+        let mut work = work | fast;
+        while work != 0 {
+            let i = work.trailing_zeros() as usize;
+            work &= work - 1;
+            let m = &mut meta[i];
+            let Some(p) = pkts.get_mut(i) else { continue };
+            if fast & (1 << i) != 0 {
+                self.finish_v4(p, m, lane, i, ctx);
+            } else if lane.is_plain(i) {
+                if let Some(r) = self.tables.vip4_range(lane.dst[i]) {
+                    self.plain_v4(p, m, lane, i, r, ctx);
+                }
+            } else {
+                self.general(p, m, lane, i, ctx);
+            }
+        }
+    }
+
+    /// Pass 1: returns the slots pass 2 finishes here (`fast`) and the
+    /// other slots it must look at.
+    #[inline(always)]
+    fn classify<P: PacketBuf>(
+        &mut self,
+        pkts: &Burst<P>,
+        meta: &MetaBurst,
+        lane: &Lane,
+        n: usize,
+    ) -> (u32, u32) {
+        let t = &*self.tables;
+        let (mut fast, mut others) = (0u32, 0u32);
+        for (i, m) in meta[..n].iter().enumerate() {
+            // Plain packets' verdicts are in `Meta` too: `lb` never comes
+            // right after the sweep and is not the forwarder (see `lane`).
+            if m.verdict != Verdict::Continue {
+                continue;
+            }
+            let bit = 1u32 << i;
+            if lane.plain & bit == 0 {
+                if matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
+                    others |= bit;
+                }
+                continue;
+            }
+            let dst = lane.dst[i];
+            let Some((first, count)) = t.vip4_range(dst) else {
+                continue;
+            };
+            let head = lane.keys[i].head;
+            let proto = head as u8;
+            let dport = u16::from_be((head >> 48) as u16);
+            let Some(si) = t.service4_in(first, count, proto, dport) else {
+                if proto == PROTO_ICMP {
+                    others |= bit; // an error about a flow, perhaps
+                }
+                continue;
+            };
+            let s: Service4 = t.services4[si];
+            let Some(p) = pkts.get(i) else { continue };
+            // Flags and fragment offset (a plain frame holds the header).
+            let frag = p
+                .data()
+                .get(20..22)
+                .is_none_or(|f| u16::from_be_bytes([f[0], f[1]]) & 0x3fff != 0);
+            if !s.ipip4 || (frag && !s.three_tuple) {
+                others |= bit;
+                continue;
+            }
+            let (sport, dport) = if s.three_tuple {
+                (0, 0)
+            } else {
+                (u16::from_be((head >> 32) as u16), dport)
+            };
+            let hash = lb_hash_v4(lane.src[i], dst, sport, dport, proto);
+            self.side.hash[i] = hash;
+            self.side.ports[i] = u32::from(sport) | u32::from(dport) << 16;
+            self.side.service[i] = si as u16;
+            if s.conntrack {
+                self.conn.prefetch(hash);
+            }
+            fast |= bit;
+        }
+        (fast, others)
+    }
+
+    /// Pass 2 for a packet of pass 1: its backend, then the outer header.
+    #[inline(always)]
+    fn finish_v4<P: PacketBuf>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        lane: &mut Lane,
+        i: usize,
+        ctx: &StageCtx,
+    ) {
+        let i = i % BURST_SIZE;
+        let si = usize::from(self.side.service[i]);
+        let hash = self.side.hash[i];
+        let ports = self.side.ports[i];
+        let proto = lane.keys[i].head as u8;
+        let Some(&s) = self.tables.services4.get(si) else {
+            return;
+        };
+        let closing = if proto == PROTO_TCP {
+            tcp_closing(p.data().get(14 + 20 + 13).copied().unwrap_or(0))
+        } else {
+            0
+        };
+        let key = ConnKey::v4(
+            Ipv4Addr::from(lane.src[i]),
+            ports as u16,
+            Ipv4Addr::from(lane.dst[i]),
+            (ports >> 16) as u16,
+            proto,
+            s.id,
+        );
+        let tracked = if s.conntrack {
+            self.conn
+                .touch_probed_v4(self.side.probe[i], &key, hash, ctx.now)
+                .map(|e| e.backend)
+                .filter(|&id| self.tables.backend4(id).is_some())
+        } else {
+            None
+        };
+        let id = match tracked {
+            Some(id) => {
+                let c = &self.counters.services[si];
+                c.tracked.add(1);
+                if self.tables.backend4(id).is_some_and(|b| b.drained) {
+                    c.drained.add(1);
+                }
+                if closing != 0 {
+                    self.conn.mark_closing(&key, hash, ctx.now, closing);
+                }
+                id
+            }
+            // New, moved or untracked: the general choice and its counters.
+            None => match self.choose_flow(si, key, hash, closing, ctx.now) {
+                Some(id) => id,
+                None => {
+                    m.verdict = Verdict::Drop(DropReason::LbNoBackend);
+                    return;
+                }
+            },
+        };
+        let t = &*self.tables;
+        let Some(be) = t.backend4(id) else {
+            return;
+        };
+        let fits = p
+            .data()
+            .get(16..18)
+            .is_some_and(|l| u16::from_be_bytes([l[0], l[1]]) <= be.inner_mtu);
+        if !fits {
+            let b = usize::from(be.index);
+            self.too_big(p, m, lane, i, si, b, key, hash, ctx);
+            return;
+        }
+        self.counters.backend_packets[id as usize].add(1);
+        if !encap_v4_plain(p, be, s.df, hash as u16) {
+            m.verdict = Verdict::Drop(DropReason::TooBig);
+            return;
+        }
+        // Still plain: the outer header is untagged IPv4 without options;
+        // the lane holds its fields now.
+        lane.src[i] = u32::from_be(be.addrs as u32);
+        lane.dst[i] = u32::from_be((be.addrs >> 32) as u32);
+        lane.keys[i] = FlowKeyV4 {
+            head: u64::from(IPPROTO_IPIP),
+            addrs: be.addrs,
+        };
+    }
+
+    /// [`LbStage::choose`] for a flow the fast lookup did not settle: the
+    /// chosen backend's stable id.
+    #[cold]
+    #[inline(never)]
+    fn choose_flow(
+        &mut self,
+        si: usize,
+        key: ConnKey,
+        hash: u32,
+        closing: u8,
+        now: u64,
+    ) -> Option<u32> {
+        let flow = Flow { key, hash, closing };
+        let b = self.choose(si, &flow, now)?;
+        Some(self.tables.services[si].backends[b].stable_id)
+    }
+
+    /// A packet too big for its backend's path (or too short to say):
+    /// [`LbStage::send`]'s verdict and ICMP error.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn too_big<P: PacketBuf>(
+        &mut self,
+        p: &mut P,
+        m: &mut Meta,
+        lane: &mut Lane,
+        i: usize,
+        si: usize,
+        b: usize,
+        key: ConnKey,
+        hash: u32,
+        ctx: &StageCtx,
+    ) {
+        let flow = Flow {
+            key,
+            hash,
+            closing: 0,
+        };
+        self.send(p, m, lane, i, si, b, &flow, true, ctx);
+    }
+}

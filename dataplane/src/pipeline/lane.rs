@@ -25,7 +25,6 @@
 use super::parse::{FastV4, Parse};
 use super::{FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
-use crate::tables::route::Fib4Reader;
 
 /// Per-burst scratch of the fast lane (one per pipeline, reused).
 pub struct Lane {
@@ -76,12 +75,11 @@ impl Lane {
     }
 
     /// The parse sweep over a burst received on `in_port`. `early`: a stage
-    /// runs before the forwarder (see the module doc). `prefetch`: the
-    /// forwarder's IPv4 table, whose line for each plain destination is
-    /// fetched here so the lookup after the sweep finds it in cache (used
-    /// only when not `early`). `port_mac`: the input port's MAC
-    /// ([`Parse::port_mac`]).
-    #[allow(clippy::too_many_arguments)]
+    /// runs before the forwarder (see the module doc). `port_mac`: the
+    /// input port's MAC ([`Parse::port_mac`]).
+    ///
+    /// No prefetch of the forwarder's table lines here: the hint stalled
+    /// the sweep more than it saved the lookup (`docs/perf-log.md`).
     #[inline(always)]
     pub fn sweep<P: PacketBuf>(
         &mut self,
@@ -91,7 +89,6 @@ impl Lane {
         meta: &mut MetaBurst,
         in_port: u16,
         port_mac: u64,
-        prefetch: Option<Fib4Reader<'_>>,
     ) {
         self.parse = Parse { port_mac, ..*parse };
         let parse = &{ self.parse };
@@ -100,26 +97,26 @@ impl Lane {
         // Compiled once per setting: no packet tests them.
         self.plain = match (parse.verify_checksum, parse.l4, early) {
             (true, false, false) => {
-                self.sweep_as::<P, true, false, false>(parse, pkts, meta, prefetch)
+                self.sweep_as::<P, true, false, false>(parse, pkts, meta)
             }
             (true, true, false) => {
-                self.sweep_as::<P, true, true, false>(parse, pkts, meta, prefetch)
+                self.sweep_as::<P, true, true, false>(parse, pkts, meta)
             }
             (true, false, true) => {
-                self.sweep_as::<P, true, false, true>(parse, pkts, meta, prefetch)
+                self.sweep_as::<P, true, false, true>(parse, pkts, meta)
             }
-            (true, true, true) => self.sweep_as::<P, true, true, true>(parse, pkts, meta, prefetch),
+            (true, true, true) => self.sweep_as::<P, true, true, true>(parse, pkts, meta),
             (false, false, false) => {
-                self.sweep_as::<P, false, false, false>(parse, pkts, meta, prefetch)
+                self.sweep_as::<P, false, false, false>(parse, pkts, meta)
             }
             (false, true, false) => {
-                self.sweep_as::<P, false, true, false>(parse, pkts, meta, prefetch)
+                self.sweep_as::<P, false, true, false>(parse, pkts, meta)
             }
             (false, false, true) => {
-                self.sweep_as::<P, false, false, true>(parse, pkts, meta, prefetch)
+                self.sweep_as::<P, false, false, true>(parse, pkts, meta)
             }
             (false, true, true) => {
-                self.sweep_as::<P, false, true, true>(parse, pkts, meta, prefetch)
+                self.sweep_as::<P, false, true, true>(parse, pkts, meta)
             }
         };
     }
@@ -135,7 +132,6 @@ impl Lane {
         parse: &Parse,
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
-        prefetch: Option<Fib4Reader<'_>>,
     ) -> u32 {
         debug_assert!(parse.verify_checksum == VERIFY && parse.l4 == L4);
         let in_port = self.in_port;
@@ -150,7 +146,7 @@ impl Lane {
                 m.in_port = in_port;
                 continue;
             };
-            if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt, prefetch) {
+            if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt) {
                 plain |= 1 << i;
                 continue;
             }
@@ -164,7 +160,7 @@ impl Lane {
                 // Trimmed (Ethernet padding, say): the frame may be plain
                 // now, and a plain packet's `Meta` is simply not read.
                 Ok(()) if pkt.pkt_len() < len => {
-                    if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt, prefetch) {
+                    if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt) {
                         plain |= 1 << i;
                     }
                 }
@@ -180,13 +176,9 @@ impl Lane {
         &mut self,
         i: usize,
         pkt: &P,
-        prefetch: Option<Fib4Reader<'_>>,
     ) -> bool {
         let port_mac = self.parse.port_mac;
         if EARLY {
-            // No prefetch here: with stages between the sweep and the
-            // forwarder, the hint measured more instructions than it
-            // could save (their own memory traffic comes in between).
             if let Some((h, k)) =
                 Parse::fast_v4_keyed_as(pkt.data(), pkt.pkt_len(), port_mac, VERIFY, L4)
             {
@@ -196,9 +188,6 @@ impl Lane {
                 return true;
             }
         } else if let Some(h) = Parse::fast_v4_as(pkt.data(), pkt.pkt_len(), port_mac, VERIFY, L4) {
-            if let Some(t) = prefetch {
-                t.prefetch(h.dst);
-            }
             self.src[i] = h.src;
             self.dst[i] = h.dst;
             return true;

@@ -31,7 +31,6 @@ pub use packet::{PacketBuf, VecPacket};
 
 use crate::burst::{Burst, BURST_SIZE};
 use crate::stats::WorkerCounters;
-use crate::tables::route::Fib4Reader;
 use crate::tables::set::TableSet;
 use acl::AclStage;
 use count::CountStage;
@@ -105,12 +104,6 @@ pub trait StageOps {
         None
     }
 
-    /// The IPv4 table whose lines the parse sweep should prefetch for
-    /// plain packets' destinations (the forwarder's route table).
-    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
-        None
-    }
-
     /// Whether the stage sends packets to an output (only one per list).
     fn forwards(&self) -> bool {
         false
@@ -159,10 +152,6 @@ impl Stage {
 
     pub fn counters(&self) -> Option<Arc<dyn StageCounters>> {
         each_stage!(self, s => StageOps::counters(s))
-    }
-
-    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
-        each_stage!(self, s => StageOps::v4_prefetch(s))
     }
 
     fn forwards(&self) -> bool {
@@ -222,9 +211,6 @@ impl<T: StageOps + ?Sized> StageOps for Box<T> {
     }
     fn counters(&self) -> Option<Arc<dyn StageCounters>> {
         (**self).counters()
-    }
-    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
-        (**self).v4_prefetch()
     }
     fn forwards(&self) -> bool {
         (**self).forwards()
@@ -390,15 +376,8 @@ impl Pipeline {
             .unwrap_or(0);
         let first = match self.stages.first() {
             Some(Stage::Parse(parse)) if self.lane_on => {
-                // The sweep; the forwarder's table lines come in meanwhile.
-                // (An early sweep does not prefetch: see `Lane::sweep_as`.)
-                let prefetch = if self.early {
-                    None
-                } else {
-                    self.stages.iter().find_map(Stage::v4_prefetch)
-                };
                 self.lane
-                    .sweep(parse, self.early, pkts, meta, in_port, port_mac, prefetch);
+                    .sweep(parse, self.early, pkts, meta, in_port, port_mac);
                 1
             }
             _ => {

@@ -304,9 +304,8 @@ impl Route4 {
     }
 
     /// rte_fib's table read in place ([`Fib4Reader`]), which
-    /// [`Route4::lookup_bulk_raw`] uses; the data path also prefetches with
-    /// it. None for rte_lpm and the linear backend (or an rte_fib whose
-    /// layout did not check out).
+    /// [`Route4::lookup_bulk_raw`] uses. None for rte_lpm and the linear
+    /// backend (or an rte_fib whose layout did not check out).
     #[inline(always)]
     pub fn reader(&self) -> Option<Fib4Reader<'_>> {
         match self {

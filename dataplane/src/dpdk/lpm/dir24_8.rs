@@ -40,8 +40,8 @@ const DIR24_8_TBL8_GROUP: usize = 256;
 /// entry, and the tbl8 entry when it is extended. Why by hand: rte_fib's
 /// lookup is a call through a function pointer that prefetches only a few
 /// entries ahead inside the call; with a million routes its loads missed
-/// there. Inlined, the pass reads lines the parse sweep already prefetched
-/// ([`Fib4Reader::prefetch`]). The table is still rte_fib's, built and
+/// there. Inlined, the pass is a loop of independent loads the CPU
+/// overlaps. The table is still rte_fib's, built and
 /// changed only by rte_fib; the reader borrows the `Fib4`, so no route can
 /// change while it lives.
 #[derive(Clone, Copy)]
@@ -53,13 +53,6 @@ pub struct Fib4Reader<'a> {
 }
 
 impl Fib4Reader<'_> {
-    /// Prefetches `ip`'s tbl24 entry, for a [`Fib4Reader::lookup`] later in
-    /// the burst (rte_fib's own lookup prefetches too, a few entries ahead).
-    #[inline(always)]
-    pub fn prefetch(&self, ip: u32) {
-        crate::dpdk::prefetch(self.arrays.tbl24.as_ptr().wrapping_add((ip >> 8) as usize));
-    }
-
     /// What [`Fib4::lookup_bulk`] writes for `ip`.
     #[inline(always)]
     pub fn lookup(&self, ip: u32) -> u64 {

@@ -27,8 +27,7 @@
 //! from the lane's header fields; forwarded to a resolved gateway it then
 //! only gets `verdict` and `nexthop` in its `Meta` ([`MarkTx`]), or, when
 //! `route` is the last stage, in the worker goes straight to its TX buffer
-//! with no verdict ([`SendTx`]). The plain packets' IPv4 table lines were
-//! prefetched by the parse sweep ([`StageOps::v4_prefetch`]).
+//! with no verdict ([`SendTx`]).
 //!
 //! Here: the stage and its passes. Beside it: `lookups` (the burst's
 //! lookup queue and bulk lookups), `martians` (RFC 1812 address checks). The
@@ -47,7 +46,6 @@ use super::parse::Parse;
 use super::{DropReason, Lane, Meta, MetaBurst, Output, PacketBuf, StageCtx, StageOps, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
-use crate::tables::route::Fib4Reader;
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
 use crate::tables::set::TableSet;
 use crate::tables::{raw_value, MISS};
@@ -84,10 +82,6 @@ impl StageOps for RouteStage {
         if let Some(r) = &set.routing {
             self.rebind_routing(r, set.icmp_rate);
         }
-    }
-
-    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
-        self.routing.v4.reader()
     }
 
     fn forwards(&self) -> bool {

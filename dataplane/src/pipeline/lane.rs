@@ -96,28 +96,14 @@ impl Lane {
         self.early = early;
         // Compiled once per setting: no packet tests them.
         self.plain = match (parse.verify_checksum, parse.l4, early) {
-            (true, false, false) => {
-                self.sweep_as::<P, true, false, false>(parse, pkts, meta)
-            }
-            (true, true, false) => {
-                self.sweep_as::<P, true, true, false>(parse, pkts, meta)
-            }
-            (true, false, true) => {
-                self.sweep_as::<P, true, false, true>(parse, pkts, meta)
-            }
+            (true, false, false) => self.sweep_as::<P, true, false, false>(parse, pkts, meta),
+            (true, true, false) => self.sweep_as::<P, true, true, false>(parse, pkts, meta),
+            (true, false, true) => self.sweep_as::<P, true, false, true>(parse, pkts, meta),
             (true, true, true) => self.sweep_as::<P, true, true, true>(parse, pkts, meta),
-            (false, false, false) => {
-                self.sweep_as::<P, false, false, false>(parse, pkts, meta)
-            }
-            (false, true, false) => {
-                self.sweep_as::<P, false, true, false>(parse, pkts, meta)
-            }
-            (false, false, true) => {
-                self.sweep_as::<P, false, false, true>(parse, pkts, meta)
-            }
-            (false, true, true) => {
-                self.sweep_as::<P, false, true, true>(parse, pkts, meta)
-            }
+            (false, false, false) => self.sweep_as::<P, false, false, false>(parse, pkts, meta),
+            (false, true, false) => self.sweep_as::<P, false, true, false>(parse, pkts, meta),
+            (false, false, true) => self.sweep_as::<P, false, false, true>(parse, pkts, meta),
+            (false, true, true) => self.sweep_as::<P, false, true, true>(parse, pkts, meta),
         };
     }
 
@@ -275,7 +261,7 @@ mod tests {
             let mut meta = new_meta_burst();
             let mut lane = Lane::default();
             let parse = Parse::default();
-            lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US), None);
+            lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US));
             assert_eq!(lane.plain, 0b10011, "early {early}");
             assert_eq!(lane.dst[1], u32::from_be_bytes([198, 18, 1, 7]));
             assert_eq!(pkts.get(1).unwrap().bytes, exact, "padding trimmed");

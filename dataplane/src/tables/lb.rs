@@ -598,7 +598,8 @@ impl LbTables {
             }
         }
         let n4 = ranges.iter().filter(|r| r.0.is_ipv4()).count();
-        let size = (n4 * 2).next_power_of_two().max(8);
+        // At most a quarter full: a lookup rarely probes a second slot.
+        let size = (n4 * 4).next_power_of_two().max(8);
         let mut vip4 = vec![(0u32, 0u16, 0u16); size];
         let mut vip6 = Vec::new();
         for (vip, first, count) in ranges {

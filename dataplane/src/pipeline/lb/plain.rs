@@ -27,7 +27,7 @@ use crate::pipeline::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3,
 };
 use crate::tables::conntrack::{ConnKey, Probe};
-use crate::tables::lb::{lb_hash_v4, Service4, IPPROTO_IPIP};
+use crate::tables::lb::{lb_hash_v4, LbTables, Service4, IPPROTO_IPIP};
 use std::net::Ipv4Addr;
 
 /// Per-packet state of the pass-1 packets, by slot: the stage's side
@@ -65,11 +65,15 @@ impl LbStage {
         ctx: &StageCtx,
     ) {
         let n = pkts.len();
-        let (fast, work) = self.classify(pkts, meta, lane, n);
+        // A reference of the burst's own (one count up and down a burst):
+        // the passes read the tables while they change the stage's state.
+        let tables = self.tables.clone();
+        let t = &*tables;
+        let (fast, tracked, work) = self.classify(t, pkts, meta, lane, n);
         // The tag lines fetched in pass 1 are read now, and the way each
         // packet will compare fetched in turn: pass 2's loads are then
         // hits, as long as a burst's worth of flows fits the cache.
-        let mut probe = fast;
+        let mut probe = tracked;
         while probe != 0 {
             let i = probe.trailing_zeros() as usize % BURST_SIZE;
             probe &= probe - 1;
@@ -82,9 +86,9 @@ impl LbStage {
             let m = &mut meta[i];
             let Some(p) = pkts.get_mut(i) else { continue };
             if fast & (1 << i) != 0 {
-                self.finish_v4(p, m, lane, i, ctx);
+                self.finish_v4(t, p, m, lane, i, ctx);
             } else if lane.is_plain(i) {
-                if let Some(r) = self.tables.vip4_range(lane.dst[i]) {
+                if let Some(r) = t.vip4_range(lane.dst[i]) {
                     self.plain_v4(p, m, lane, i, r, ctx);
                 }
             } else {
@@ -93,18 +97,19 @@ impl LbStage {
         }
     }
 
-    /// Pass 1: returns the slots pass 2 finishes here (`fast`) and the
-    /// other slots it must look at.
+    /// Pass 1: returns the slots pass 2 finishes here (`fast`), those of
+    /// them whose service tracks connections, and the other slots it must
+    /// look at.
     #[inline(always)]
     fn classify<P: PacketBuf>(
         &mut self,
+        t: &LbTables,
         pkts: &Burst<P>,
         meta: &MetaBurst,
         lane: &Lane,
         n: usize,
-    ) -> (u32, u32) {
-        let t = &*self.tables;
-        let (mut fast, mut others) = (0u32, 0u32);
+    ) -> (u32, u32, u32) {
+        let (mut fast, mut tracked, mut others) = (0u32, 0u32, 0u32);
         for (i, m) in meta[..n].iter().enumerate() {
             // Plain packets' verdicts are in `Meta` too: `lb` never comes
             // right after the sweep and is not the forwarder (see `lane`).
@@ -153,16 +158,18 @@ impl LbStage {
             self.side.service[i] = si as u16;
             if s.conntrack {
                 self.conn.prefetch(hash);
+                tracked |= bit;
             }
             fast |= bit;
         }
-        (fast, others)
+        (fast, tracked, others)
     }
 
     /// Pass 2 for a packet of pass 1: its backend, then the outer header.
     #[inline(always)]
     fn finish_v4<P: PacketBuf>(
         &mut self,
+        t: &LbTables,
         p: &mut P,
         m: &mut Meta,
         lane: &mut Lane,
@@ -174,7 +181,7 @@ impl LbStage {
         let hash = self.side.hash[i];
         let ports = self.side.ports[i];
         let proto = lane.keys[i].head as u8;
-        let Some(&s) = self.tables.services4.get(si) else {
+        let Some(&s) = t.services4.get(si) else {
             return;
         };
         let closing = if proto == PROTO_TCP {
@@ -193,35 +200,33 @@ impl LbStage {
         let tracked = if s.conntrack {
             self.conn
                 .touch_probed_v4(self.side.probe[i], &key, hash, ctx.now)
-                .map(|e| e.backend)
-                .filter(|&id| self.tables.backend4(id).is_some())
+                .and_then(|e| t.backend4(e.backend).map(|b| (e.backend, b)))
         } else {
             None
         };
-        let id = match tracked {
-            Some(id) => {
+        let (id, be) = match tracked {
+            Some((id, be)) => {
                 let c = &self.counters.services[si];
                 c.tracked.add(1);
-                if self.tables.backend4(id).is_some_and(|b| b.drained) {
+                if be.drained {
                     c.drained.add(1);
                 }
                 if closing != 0 {
                     self.conn.mark_closing(&key, hash, ctx.now, closing);
                 }
-                id
+                (id, be)
             }
             // New, moved or untracked: the general choice and its counters.
-            None => match self.choose_flow(si, key, hash, closing, ctx.now) {
-                Some(id) => id,
-                None => {
-                    m.verdict = Verdict::Drop(DropReason::LbNoBackend);
-                    return;
+            None => {
+                let chosen = self.choose_flow(si, key, hash, closing, ctx.now);
+                match chosen.and_then(|id| t.backend4(id).map(|b| (id, b))) {
+                    Some(c) => c,
+                    None => {
+                        m.verdict = Verdict::Drop(DropReason::LbNoBackend);
+                        return;
+                    }
                 }
-            },
-        };
-        let t = &*self.tables;
-        let Some(be) = t.backend4(id) else {
-            return;
+            }
         };
         let fits = p
             .data()

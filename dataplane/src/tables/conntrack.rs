@@ -1143,30 +1143,45 @@ mod tests {
 
     #[test]
     fn probe_then_touch() {
+        probe_then_touch_as(false);
+        probe_then_touch_as(true);
+    }
+
+    /// [`probe_then_touch`] through `touch_probed` or, `v4`, its IPv4 form
+    /// (every key here is IPv4).
+    fn probe_then_touch_as(v4: bool) {
         let mut t = table(1024);
+        let touch = |t: &mut ConnTable, p: Probe, k: &ConnKey, h: u32, now: u64| {
+            if v4 {
+                t.touch_probed_v4(p, k, h, now)
+            } else {
+                t.touch_probed(p, k, h, now)
+            }
+        };
         let (a, b) = (tcp(1), tcp(2));
         t.insert(&a, 9, 1, 0).unwrap();
         t.insert(&b, 9, 2, 0).unwrap(); // same tag: the probe finds a first
         for (k, want) in [(a, Some(1)), (b, Some(2)), (tcp(3), None)] {
             t.prefetch(9);
             let p = t.probe(9);
-            assert_eq!(t.touch_probed(p, &k, 9, 5).map(|e| e.backend), want);
+            assert_eq!(touch(&mut t, p, &k, 9, 5).map(|e| e.backend), want);
         }
         assert_eq!(t.lookup(&a, 9, 5).unwrap().last_seen, 5);
-        assert_eq!(t.touch_probed(t.probe(9), &a, 9, 200), None, "expired");
+        let p = t.probe(9);
+        assert_eq!(touch(&mut t, p, &a, 9, 200), None, "expired");
         // Two packets of one flow in a burst: both probed first; the first
         // frees the expired way, the second must not hit its stale key.
         let u = udp(1);
         t.insert(&u, 33, 1, 0).unwrap();
         let (p1, p2) = (t.probe(33), t.probe(33));
-        assert_eq!(t.touch_probed(p1, &u, 33, 20), None);
-        assert_eq!(t.touch_probed(p2, &u, 33, 20), None);
+        assert_eq!(touch(&mut t, p1, &u, 33, 20), None);
+        assert_eq!(touch(&mut t, p2, &u, 33, 20), None);
         // And after a re-insert the stale probe still finds the new entry.
         let p3 = t.probe(33);
         t.insert(&u, 33, 2, 20).unwrap();
-        assert_eq!(t.touch_probed(p3, &u, 33, 21).map(|e| e.backend), Some(2));
+        assert_eq!(touch(&mut t, p3, &u, 33, 21).map(|e| e.backend), Some(2));
         assert_eq!(
-            t.touch_probed(Probe::NONE, &b, 9, 1),
+            touch(&mut t, Probe::NONE, &b, 9, 1),
             Some(Entry {
                 backend: 2,
                 last_seen: 5,

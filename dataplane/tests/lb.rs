@@ -314,6 +314,24 @@ fn client(k: usize) -> ([u8; 4], u16) {
 
 const VIP: [u8; 4] = [198, 18, 0, 10];
 
+/// What a router on the way back sends, to the VIP, about the backend's
+/// reply (VIP:80 -> client `c`:`p`): an ICMP error of type `t` quoting the
+/// reply's IP header and 8 bytes.
+fn icmp_about_reply(c: [u8; 4], p: u16, t: etherparse::Icmpv4Type) -> Vec<u8> {
+    let mut reply = Vec::new();
+    PacketBuilder::ipv4(VIP, c, 60)
+        .tcp(80, p, 1, 100)
+        .write(&mut reply, &[0u8; 1400])
+        .unwrap();
+    let mut icmp = Vec::new();
+    PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+        .ipv4([203, 0, 113, 1], VIP, 60)
+        .icmpv4(t)
+        .write(&mut icmp, &reply[..28])
+        .unwrap();
+    icmp
+}
+
 /// The outer header and the inner packet's bytes of an IP-in-IP frame.
 fn ipip(frame: &[u8]) -> (Ipv4Header, Vec<u8>) {
     let h = PacketHeaders::from_ethernet_slice(frame).expect("parses");
@@ -662,26 +680,15 @@ fn icmp_errors_about_a_flow_reach_its_backend() {
     r.reload(&config(&web("", &backends(40, |_| 1))));
     for k in 0..64 {
         let (c, p) = client(k);
-        // What a router on the way back sends about the backend's reply
-        // (VIP:80 -> client), to the VIP.
-        let reply = {
-            let mut b = Vec::new();
-            PacketBuilder::ipv4(VIP, c, 60)
-                .tcp(80, p, 1, 100)
-                .write(&mut b, &[0u8; 1400])
-                .unwrap();
-            b
-        };
-        let mut icmp = Vec::new();
-        PacketBuilder::ethernet2(PEER, CLIENT_MAC)
-            .ipv4([203, 0, 113, 1], VIP, 60)
-            .icmpv4(etherparse::Icmpv4Type::DestinationUnreachable(
+        let icmp = icmp_about_reply(
+            c,
+            p,
+            etherparse::Icmpv4Type::DestinationUnreachable(
                 etherparse::icmpv4::DestUnreachableHeader::FragmentationNeeded {
                     next_hop_mtu: 1300,
                 },
-            ))
-            .write(&mut icmp, &reply[..28])
-            .unwrap();
+            ),
+        );
         let out = r.run(0, &[icmp]);
         assert_eq!(out.sent.len(), 1, "{:?}", out.dropped);
         assert_eq!(backend_of(&out.sent[0].1), seen[&k], "flow {k}");
@@ -933,23 +940,13 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
                 5 => udp(c, p, [198, 18, 0, 30], rng.gen()),
                 6 => udp(c, p, [198, 18, 0, 40], rng.gen()),
                 7 => udp(c, p, [198, 18, 0, 20], 53),
-                8 => {
-                    // An ICMP error about the reply of flow (c, p).
-                    let mut reply = Vec::new();
-                    PacketBuilder::ipv4(VIP, c, 60)
-                        .tcp(80, p, 1, 100)
-                        .write(&mut reply, &[0u8; 8])
-                        .unwrap();
-                    let mut icmp = Vec::new();
-                    PacketBuilder::ethernet2(PEER, CLIENT_MAC)
-                        .ipv4([203, 0, 113, 1], VIP, 60)
-                        .icmpv4(etherparse::Icmpv4Type::TimeExceeded(
-                            etherparse::icmpv4::TimeExceededCode::TtlExceededInTransit,
-                        ))
-                        .write(&mut icmp, &reply[..28])
-                        .unwrap();
-                    icmp
-                }
+                8 => icmp_about_reply(
+                    c,
+                    p,
+                    etherparse::Icmpv4Type::TimeExceeded(
+                        etherparse::icmpv4::TimeExceededCode::TtlExceededInTransit,
+                    ),
+                ),
                 9 => {
                     let mut src = [0u8; 16];
                     src[..6].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0xcc]);

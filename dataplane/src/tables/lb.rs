@@ -358,18 +358,23 @@ impl Backend4 {
     };
 
     fn new(b: &BackendEntry, index: usize) -> Self {
-        let h = &b.outer_v4.header;
+        Self::with_outer(&b.outer_v4, b.inner_mtu, b.weight == 0, index as u16)
+    }
+
+    /// The record of a live backend whose outer header is `outer`.
+    pub fn with_outer(outer: &OuterV4, inner_mtu: u16, drained: bool, index: u16) -> Self {
+        let h = &outer.header;
         let word = |at: usize| u32::from_ne_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
         Backend4 {
             ttl_proto_src: u64::from_ne_bytes([
                 h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15],
             ]),
             addrs: u64::from(word(12)) | u64::from(word(16)) << 32,
-            sum: b.outer_v4.sum,
-            inner_mtu: b.inner_mtu,
-            drained: b.weight == 0,
+            sum: outer.sum,
+            inner_mtu,
+            drained,
             live: true,
-            index: index as u16,
+            index,
         }
     }
 }

@@ -9,6 +9,41 @@ use std::net::Ipv6Addr;
 /// IP protocol number of IPv6 in IP.
 pub const IPPROTO_IPV6: u8 = 41;
 
+/// What the outer IPv4 header takes from the inner one at `l3` — its TOS,
+/// the outer total length, the inner DF bit — with the packet grown by the
+/// outer header's 20 bytes at the front (its old bytes where they were).
+/// `None`, the packet unchanged, when the inner header is cut short, the
+/// outer length would overflow, or the headroom is used up.
+#[inline(always)]
+fn grow_for_outer_v4<P: PacketBuf>(p: &mut P, l3: usize) -> Option<(u8, u16, u8)> {
+    let inner = p.data().get(l3..l3 + 20)?;
+    let total = u16::from_be_bytes([inner[2], inner[3]]).checked_add(20)?;
+    let fields = (inner[1], total, inner[6] & 0x40);
+    p.prepend(20).then_some(fields)
+}
+
+/// The outer header's flags byte and checksum: `sum` is the one's-complement
+/// sum of the header's fixed part ([`OuterV4::sum`]), to which TOS, length,
+/// identification and flags are added (RFC 1071 is linear).
+#[inline(always)]
+fn outer_flags_checksum(
+    sum: u32,
+    tos: u8,
+    total: u16,
+    id: u16,
+    df: DfPolicy,
+    inner_df: u8,
+) -> (u8, u16) {
+    let flags = match df {
+        DfPolicy::Inner => inner_df,
+        DfPolicy::Set => 0x40,
+        DfPolicy::Clear => 0,
+    };
+    let acc = sum + u32::from(tos) + u32::from(total) + u32::from(id) + (u32::from(flags) << 8);
+    let acc = (acc & 0xffff) + (acc >> 16);
+    (flags, !((acc & 0xffff) + (acc >> 16)) as u16)
+}
+
 /// Wraps the IPv4 packet at offset `l3` in `outer`: the inner TOS, DF per
 /// `df`, identification `id` (the flow hash's low bits: a fragmented outer
 /// packet needs one that differs between flows), length and checksum
@@ -22,16 +57,9 @@ pub fn encap_v4<P: PacketBuf>(
     df: DfPolicy,
     id: u16,
 ) -> bool {
-    let Some(inner) = p.data().get(l3..l3 + 20) else {
+    let Some((tos, total, inner_df)) = grow_for_outer_v4(p, l3) else {
         return false;
     };
-    let Some(total) = u16::from_be_bytes([inner[2], inner[3]]).checked_add(20) else {
-        return false;
-    };
-    let (tos, inner_df) = (inner[1], inner[6] & 0x40);
-    if !p.prepend(20) {
-        return false;
-    }
     let d = p.data_mut();
     if l3 == 14 {
         // The common untagged frame: a fixed 14-byte move, no memmove call.
@@ -41,15 +69,7 @@ pub fn encap_v4<P: PacketBuf>(
     } else {
         d.copy_within(20..20 + l3, 0);
     }
-    let flags = match df {
-        DfPolicy::Inner => inner_df,
-        DfPolicy::Set => 0x40,
-        DfPolicy::Clear => 0,
-    };
-    let acc =
-        outer.sum + u32::from(tos) + u32::from(total) + u32::from(id) + (u32::from(flags) << 8);
-    let acc = (acc & 0xffff) + (acc >> 16);
-    let c = !((acc & 0xffff) + (acc >> 16)) as u16;
+    let (flags, c) = outer_flags_checksum(outer.sum, tos, total, id, df, inner_df);
     let h: &mut [u8; 20] = (&mut d[l3..l3 + 20]).try_into().expect("20 bytes");
     *h = outer.header;
     h[1] = tos;
@@ -65,16 +85,9 @@ pub fn encap_v4<P: PacketBuf>(
 /// same bytes, written as five stores.
 #[inline(always)]
 pub fn encap_v4_plain<P: PacketBuf>(p: &mut P, be: &Backend4, df: DfPolicy, id: u16) -> bool {
-    let Some(inner) = p.data().get(14..22) else {
+    let Some((tos, total, inner_df)) = grow_for_outer_v4(p, 14) else {
         return false;
     };
-    let Some(total) = u16::from_be_bytes([inner[2], inner[3]]).checked_add(20) else {
-        return false;
-    };
-    let (tos, inner_df) = (inner[1], inner[6] & 0x40);
-    if !p.prepend(20) {
-        return false;
-    }
     let Some(d) = p.data_mut().get_mut(..54) else {
         return false; // not a plain frame after all (cannot happen)
     };
@@ -84,14 +97,8 @@ pub fn encap_v4_plain<P: PacketBuf>(p: &mut P, be: &Backend4, df: DfPolicy, id: 
     let b = u64::from_ne_bytes(d[26..34].try_into().expect("8"));
     d[0..8].copy_from_slice(&a.to_ne_bytes());
     d[6..14].copy_from_slice(&b.to_ne_bytes());
-    let flags = match df {
-        DfPolicy::Inner => inner_df,
-        DfPolicy::Set => 0x40,
-        DfPolicy::Clear => 0,
-    };
-    let acc = be.sum + u32::from(tos) + u32::from(total) + u32::from(id) + (u32::from(flags) << 8);
-    let acc = (acc & 0xffff) + (acc >> 16);
-    let [c0, c1] = (!((acc & 0xffff) + (acc >> 16)) as u16).to_be_bytes();
+    let (flags, c) = outer_flags_checksum(be.sum, tos, total, id, df, inner_df);
+    let [c0, c1] = c.to_be_bytes();
     let [l0, l1] = total.to_be_bytes();
     let [i0, i1] = id.to_be_bytes();
     let w0 = u64::from_ne_bytes([0x45, tos, l0, l1, i0, i1, flags, 0]);
@@ -143,7 +150,7 @@ pub fn encap_v6<P: PacketBuf>(
 mod tests {
     use super::*;
     use crate::pipeline::VecPacket;
-    use crate::tables::lb::OuterV4;
+    use crate::tables::lb::{Backend4, OuterV4};
     use etherparse::{NetHeaders, PacketBuilder, PacketHeaders};
 
     fn v4_frame(df: bool) -> Vec<u8> {
@@ -207,6 +214,38 @@ mod tests {
             assert!(encap_v4(&mut p, 14, &OuterV4::new(1, 2), policy, 0));
             assert_eq!(p.bytes[20] & 0x40 != 0, want, "{policy:?}");
         }
+    }
+
+    /// The plain path's word-wise header equals the template's, whatever
+    /// the TOS, DF, policy, identification and length.
+    #[test]
+    fn plain_encapsulation_writes_the_same_bytes() {
+        let outer = OuterV4::new(0x0a00_0001, 0xc633_6407);
+        let be = Backend4::with_outer(&outer, 1480, false, 0);
+        for (k, df) in [(0u16, true), (1, false), (0xfffe, true), (0x8001, false)] {
+            for policy in [DfPolicy::Inner, DfPolicy::Set, DfPolicy::Clear] {
+                let mut frame = v4_frame(df);
+                frame[15] = k as u8; // TOS
+                frame.extend_from_slice(&vec![k as u8; usize::from(k % 300)]);
+                let total = (frame.len() - 14) as u16;
+                frame[16..18].copy_from_slice(&total.to_be_bytes());
+                let (mut a, mut b) = (VecPacket::new(frame.clone()), VecPacket::new(frame));
+                assert!(encap_v4(&mut a, 14, &outer, policy, k));
+                assert!(encap_v4_plain(&mut b, &be, policy, k));
+                assert_eq!(a.bytes, b.bytes, "id {k:#x} df {df} {policy:?}");
+            }
+        }
+        // Without headroom, or cut short: nothing changes.
+        let mut p = VecPacket::new(v4_frame(true));
+        p.headroom = 19;
+        assert!(!encap_v4_plain(&mut p, &be, DfPolicy::Inner, 1));
+        assert_eq!(p.bytes, v4_frame(true));
+        assert!(!encap_v4_plain(
+            &mut VecPacket::new(vec![0u8; 30]),
+            &be,
+            DfPolicy::Inner,
+            1
+        ));
     }
 
     #[test]

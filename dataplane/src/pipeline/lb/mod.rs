@@ -61,15 +61,24 @@ const PROTO_ICMPV6: u8 = 58;
 
 pub struct LbStage {
     tables: Arc<LbTables>,
-    counters: Arc<LbCounters>,
     worker: usize,
-    /// This worker's connections: learned state, kept across rebinds.
-    conn: ConnTable,
     /// The TSC rate the table's timeouts were converted with.
     hz: u64,
-    limiter: IcmpLimiter,
     /// Connection-table occupancy, published once a burst for the report.
     occupancy: Arc<LbWorkerCounters>,
+    /// What deciding a burst changes. Apart from `tables` so that the
+    /// per-packet code borrows the tables and its state side by side (no
+    /// reference count taken per burst: the tables' count is shared with
+    /// every other worker).
+    st: LbState,
+}
+
+/// The stage's state that packets change.
+struct LbState {
+    counters: Arc<LbCounters>,
+    /// This worker's connections: learned state, kept across rebinds.
+    conn: ConnTable,
+    limiter: IcmpLimiter,
     /// The plain path's per-packet scratch ([`plain::Side`]).
     side: plain::Side,
 }
@@ -111,20 +120,22 @@ impl LbStage {
         let occupancy = Arc::new(LbWorkerCounters::default());
         occupancy.conntrack_capacity.set(conn.capacity() as u64);
         Ok(LbStage {
-            counters: tables.counters_for(worker),
-            limiter: IcmpLimiter::new(spec.icmp_rate, spec.icmp_rate.clamp(1, 100)),
+            st: LbState {
+                counters: tables.counters_for(worker),
+                limiter: IcmpLimiter::new(spec.icmp_rate, spec.icmp_rate.clamp(1, 100)),
+                conn,
+                side: plain::Side::default(),
+            },
             tables,
             worker,
-            conn,
             hz: 0,
             occupancy,
-            side: plain::Side::default(),
         })
     }
 
     /// The connection table (tests).
     pub fn conn(&self) -> &ConnTable {
-        &self.conn
+        &self.st.conn
     }
 
     /// Takes newly published services (at a burst boundary). The
@@ -135,10 +146,10 @@ impl LbStage {
         }
         let rate = tables.spec.icmp_rate;
         if rate != self.tables.spec.icmp_rate {
-            self.limiter = IcmpLimiter::new(rate, rate.clamp(1, 100));
+            self.st.limiter = IcmpLimiter::new(rate, rate.clamp(1, 100));
         }
         self.tables = tables.clone();
-        self.counters = tables.counters_for(self.worker);
+        self.st.counters = tables.counters_for(self.worker);
         self.hz = 0; // timeouts converted again on the next burst
     }
 }
@@ -171,13 +182,14 @@ impl StageOps for LbStage {
         }
         if self.hz != ctx.tsc_hz {
             self.hz = ctx.tsc_hz;
-            self.conn
+            self.st
+                .conn
                 .set_timeouts(timeouts(&self.tables.spec, ctx.tsc_hz));
         }
-        self.run_burst(pkts, meta, lane, ctx);
+        self.st.run_burst(&self.tables, pkts, meta, lane, ctx);
         self.occupancy
             .conntrack_entries
-            .set(self.conn.occupancy() as u64);
+            .set(self.st.conn.occupancy() as u64);
     }
 
     fn rebind(&mut self, set: &TableSet, _worker: usize) {
@@ -191,11 +203,13 @@ impl StageOps for LbStage {
     }
 }
 
-impl LbStage {
+impl LbState {
     /// A plain IPv4 packet to a VIP: the services of range `r`.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn plain_v4<P: PacketBuf>(
         &mut self,
+        t: &LbTables,
         p: &mut P,
         m: &mut Meta,
         lane: &mut Lane,
@@ -207,17 +221,17 @@ impl LbStage {
         let proto = k.head as u8;
         let sport = u16::from_be((k.head >> 32) as u16);
         let dport = u16::from_be((k.head >> 48) as u16);
-        let Some(si) = self.tables.service_in(r, proto, dport) else {
+        let Some(si) = t.service_in(r, proto, dport) else {
             if proto == PROTO_ICMP {
                 lane.materialize_meta(p, m, i);
-                self.icmp_error(p, m, lane, i, ctx);
+                self.icmp_error(t, p, m, lane, i, ctx);
             }
             return;
         };
         let (src, dst) = (lane.src[i], lane.dst[i]);
         let data = p.data();
         let frag = u16::from_be_bytes([data[20], data[21]]) & 0x3fff != 0;
-        let s = &self.tables.services[si];
+        let s = &t.services[si];
         let (sport, dport) = match s.fragments {
             FragPolicy::ThreeTuple => (0, 0),
             FragPolicy::Drop if frag => {
@@ -244,17 +258,18 @@ impl LbStage {
             hash: lb_hash_v4(src, dst, sport, dport, proto),
             closing,
         };
-        let Some(b) = self.choose(si, &flow, ctx.now) else {
+        let Some(b) = self.choose(t, si, &flow, ctx.now) else {
             m.verdict = Verdict::Drop(DropReason::LbNoBackend);
             return;
         };
-        self.send(p, m, lane, i, si, b, &flow, true, ctx);
+        self.send(t, p, m, lane, i, si, b, &flow, true, ctx);
     }
 
     /// Any other IPv4 or IPv6 packet (its `Meta` parsed).
     #[inline(never)]
     fn general<P: PacketBuf>(
         &mut self,
+        t: &LbTables,
         p: &mut P,
         m: &mut Meta,
         lane: &mut Lane,
@@ -262,7 +277,6 @@ impl LbStage {
         ctx: &StageCtx,
     ) {
         let v6 = m.l3 == L3::Ipv6;
-        let t = &*self.tables;
         let r = if v6 {
             t.vip6_range(u128::from_be_bytes(m.key.dst))
         } else {
@@ -272,7 +286,7 @@ impl LbStage {
         let proto = m.key.proto;
         let Some(si) = t.service_in(r, proto, m.key.dport()) else {
             if proto == PROTO_ICMP || proto == PROTO_ICMPV6 {
-                self.icmp_error(p, m, lane, i, ctx);
+                self.icmp_error(t, p, m, lane, i, ctx);
             }
             return;
         };
@@ -298,11 +312,11 @@ impl LbStage {
             0
         };
         let flow = flow_of(&m.key, v6, sport, dport, s.id, closing);
-        let Some(b) = self.choose(si, &flow, ctx.now) else {
+        let Some(b) = self.choose(t, si, &flow, ctx.now) else {
             m.verdict = Verdict::Drop(DropReason::LbNoBackend);
             return;
         };
-        self.send(p, m, lane, i, si, b, &flow, false, ctx);
+        self.send(t, p, m, lane, i, si, b, &flow, false, ctx);
     }
 
     /// An ICMP error to a VIP: balanced as the flow it quotes (reversed).
@@ -310,6 +324,7 @@ impl LbStage {
     #[inline(never)]
     fn icmp_error<P: PacketBuf>(
         &mut self,
+        t: &LbTables,
         p: &mut P,
         m: &mut Meta,
         lane: &mut Lane,
@@ -320,7 +335,6 @@ impl LbStage {
         let Some(q) = icmp::quoted_flow(p.data(), m, v6) else {
             return;
         };
-        let t = &*self.tables;
         // The quoted packet left the service: VIP and service port as source.
         let r = if v6 {
             t.vip6_range(q.src)
@@ -376,14 +390,13 @@ impl LbStage {
             hash,
             closing: 0,
         };
-        self.send(p, m, lane, i, si, b, &flow, false, ctx);
+        self.send(t, p, m, lane, i, si, b, &flow, false, ctx);
     }
 
     /// The backend for `flow` of service `si`: tracked, else Maglev's
     /// (and tracked from now on). `None`: no backend has a weight.
     #[inline(always)]
-    fn choose(&mut self, si: usize, flow: &Flow, now: u64) -> Option<usize> {
-        let t = &*self.tables;
+    fn choose(&mut self, t: &LbTables, si: usize, flow: &Flow, now: u64) -> Option<usize> {
         let s = &t.services[si];
         let c = &*self.counters;
         let sc = &c.services[si];
@@ -441,6 +454,7 @@ impl LbStage {
     #[inline(always)]
     fn send<P: PacketBuf>(
         &mut self,
+        t: &LbTables,
         p: &mut P,
         m: &mut Meta,
         lane: &mut Lane,
@@ -451,7 +465,6 @@ impl LbStage {
         plain: bool,
         ctx: &StageCtx,
     ) {
-        let t = &*self.tables;
         let s = &t.services[si];
         let be = &s.backends[b];
         let c = &*self.counters;

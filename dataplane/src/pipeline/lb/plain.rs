@@ -21,7 +21,7 @@
 //! backend's path: each leaves the fast code for the general functions
 //! (`choose`, `send`), so every counter and verdict is the general path's.
 use super::encap::encap_v4_plain;
-use super::{tcp_closing, Flow, LbStage, PROTO_ICMP, PROTO_TCP};
+use super::{tcp_closing, Flow, LbState, PROTO_ICMP, PROTO_TCP};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::pipeline::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3,
@@ -54,21 +54,18 @@ impl Default for Side {
     }
 }
 
-impl LbStage {
+impl LbState {
     /// Decides every packet of the burst (see the module doc).
     #[inline(always)]
     pub(super) fn run_burst<P: PacketBuf>(
         &mut self,
+        t: &LbTables,
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
         lane: &mut Lane,
         ctx: &StageCtx,
     ) {
         let n = pkts.len();
-        // A reference of the burst's own (one count up and down a burst):
-        // the passes read the tables while they change the stage's state.
-        let tables = self.tables.clone();
-        let t = &*tables;
         let (fast, tracked, work) = self.classify(t, pkts, meta, lane, n);
         // The tag lines fetched in pass 1 are read now, and the way each
         // packet will compare fetched in turn: pass 2's loads are then
@@ -89,10 +86,10 @@ impl LbStage {
                 self.finish_v4(t, p, m, lane, i, ctx);
             } else if lane.is_plain(i) {
                 if let Some(r) = t.vip4_range(lane.dst[i]) {
-                    self.plain_v4(p, m, lane, i, r, ctx);
+                    self.plain_v4(t, p, m, lane, i, r, ctx);
                 }
             } else {
-                self.general(p, m, lane, i, ctx);
+                self.general(t, p, m, lane, i, ctx);
             }
         }
     }
@@ -218,7 +215,7 @@ impl LbStage {
             }
             // New, moved or untracked: the general choice and its counters.
             None => {
-                let chosen = self.choose_flow(si, key, hash, closing, ctx.now);
+                let chosen = self.choose_flow(t, si, key, hash, closing, ctx.now);
                 match chosen.and_then(|id| t.backend4(id).map(|b| (id, b))) {
                     Some(c) => c,
                     None => {
@@ -234,7 +231,7 @@ impl LbStage {
             .is_some_and(|l| u16::from_be_bytes([l[0], l[1]]) <= be.inner_mtu);
         if !fits {
             let b = usize::from(be.index);
-            self.too_big(p, m, lane, i, si, b, key, hash, ctx);
+            self.too_big(t, p, m, lane, i, si, b, key, hash, ctx);
             return;
         }
         self.counters.backend_packets[id as usize].add(1);
@@ -258,6 +255,7 @@ impl LbStage {
     #[inline(never)]
     fn choose_flow(
         &mut self,
+        t: &LbTables,
         si: usize,
         key: ConnKey,
         hash: u32,
@@ -265,8 +263,8 @@ impl LbStage {
         now: u64,
     ) -> Option<u32> {
         let flow = Flow { key, hash, closing };
-        let b = self.choose(si, &flow, now)?;
-        Some(self.tables.services[si].backends[b].stable_id)
+        let b = self.choose(t, si, &flow, now)?;
+        Some(t.services[si].backends[b].stable_id)
     }
 
     /// A packet too big for its backend's path (or too short to say):
@@ -276,6 +274,7 @@ impl LbStage {
     #[inline(never)]
     fn too_big<P: PacketBuf>(
         &mut self,
+        t: &LbTables,
         p: &mut P,
         m: &mut Meta,
         lane: &mut Lane,
@@ -291,6 +290,6 @@ impl LbStage {
             hash,
             closing: 0,
         };
-        self.send(p, m, lane, i, si, b, &flow, true, ctx);
+        self.send(t, p, m, lane, i, si, b, &flow, true, ctx);
     }
 }

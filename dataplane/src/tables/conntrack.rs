@@ -566,8 +566,8 @@ impl ConnTable {
         self.touch_probed_as::<false>(probe, key, hash, now)
     }
 
-    /// [`ConnTable::touch_probed`] for an IPv4 key (see
-    /// [`ConnTable::touch_v4`]).
+    /// [`ConnTable::touch_probed`] for an IPv4 key ([`ConnKey::v4`]): the
+    /// same answer, comparing the three words such a key has.
     #[inline(always)]
     pub fn touch_probed_v4(
         &mut self,
@@ -627,17 +627,6 @@ impl ConnTable {
     #[inline(always)]
     pub fn touch(&mut self, key: &ConnKey, hash: u32, now: u64) -> Option<Entry> {
         let s = self.find_live(key, hash, now)?;
-        let slot = &mut self.slots[s];
-        slot.last_seen = slot.last_seen.max(now);
-        Some(Self::entry(slot))
-    }
-
-    /// [`ConnTable::touch`] for an IPv4 key ([`ConnKey::v4`]): the same
-    /// answer, comparing the three words such a key has.
-    #[inline(always)]
-    pub fn touch_v4(&mut self, key: &ConnKey, hash: u32, now: u64) -> Option<Entry> {
-        debug_assert!(!key.is_v6());
-        let s = self.find_live_as::<true>(key, hash, now)?;
         let slot = &mut self.slots[s];
         slot.last_seen = slot.last_seen.max(now);
         Some(Self::entry(slot))

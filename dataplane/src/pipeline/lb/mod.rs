@@ -204,9 +204,11 @@ impl StageOps for LbStage {
 }
 
 impl LbState {
-    /// A plain IPv4 packet to a VIP: the services of range `r`.
+    /// A plain IPv4 packet to a VIP that the lane's passes leave to the
+    /// general code (an ICMP error, a fragment the service drops, DSR): the
+    /// services of range `r`. Out of line, as the rest of the slow path.
     #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
+    #[inline(never)]
     fn plain_v4<P: PacketBuf>(
         &mut self,
         t: &LbTables,

@@ -1,5 +1,5 @@
 //! The lane's path through `lb`: plain IPv4 packets to IP-in-IP services
-//! over IPv4, a burst at a time, in two passes.
+//! over IPv4, a burst at a time, in three passes.
 //!
 //! 1. *Classify.* For each plain packet still undecided: its VIP, its
 //!    service (from the small per-service records, [`Service4`]), and for
@@ -8,10 +8,14 @@
 //!    arrays ([`Side`]); the connection table's bucket for the hash is
 //!    prefetched. Nothing changes state here, so the order of the packets
 //!    does not matter yet.
-//! 2. *Decide,* in slot order over every packet the stage must look at:
-//!    those of pass 1 take the connection table's IPv4 lookup
-//!    ([`ConnTable::touch_v4`]), the backend's 32-byte record
-//!    ([`Backend4`]) and the encapsulation; every other packet (ICMP errors
+//! 2. *Probe.* For those of a tracking service: the bucket's tags are
+//!    read and the way whose tag matches is prefetched
+//!    ([`ConnTable::probe`](crate::tables::conntrack::ConnTable::probe)).
+//! 3. *Decide,* in slot order over every packet the stage must look at:
+//!    those of pass 1 take the connection table's IPv4 lookup from their
+//!    probe ([`ConnTable::touch_probed_v4`](crate::tables::conntrack::ConnTable::touch_probed_v4)),
+//!    the backend's 32-byte record
+//!    ([`Backend4`](crate::tables::lb::Backend4)) and the encapsulation; every other packet (ICMP errors
 //!    to a VIP, fragments, DSR, IPv6, anything not plain) goes through the
 //!    per-packet code it always went through. One pass in slot order keeps
 //!    the connection table's inserts, and so which flows a nearly full
@@ -39,7 +43,7 @@ pub(super) struct Side {
     /// three-tuple service).
     ports: [u32; BURST_SIZE],
     service: [u16; BURST_SIZE],
-    /// The connection-table way pass 2 will read first.
+    /// The connection-table way pass 3 will read first.
     probe: [Probe; BURST_SIZE],
 }
 
@@ -68,7 +72,7 @@ impl LbState {
         let n = pkts.len();
         let (fast, tracked, work) = self.classify(t, pkts, meta, lane, n);
         // The tag lines fetched in pass 1 are read now, and the way each
-        // packet will compare fetched in turn: pass 2's loads are then
+        // packet will compare fetched in turn: pass 3's loads are then
         // hits, as long as a burst's worth of flows fits the cache.
         let mut probe = tracked;
         while probe != 0 {
@@ -94,7 +98,7 @@ impl LbState {
         }
     }
 
-    /// Pass 1: returns the slots pass 2 finishes here (`fast`), those of
+    /// Pass 1: returns the slots pass 3 finishes here (`fast`), those of
     /// them whose service tracks connections, and the other slots it must
     /// look at.
     #[inline(always)]
@@ -162,7 +166,7 @@ impl LbState {
         (fast, tracked, others)
     }
 
-    /// Pass 2 for a packet of pass 1: its backend, then the outer header.
+    /// Pass 3 for a packet of pass 1: its backend, then the outer header.
     #[inline(always)]
     fn finish_v4<P: PacketBuf>(
         &mut self,
@@ -249,7 +253,7 @@ impl LbState {
         };
     }
 
-    /// [`LbStage::choose`] for a flow the fast lookup did not settle: the
+    /// [`LbState::choose`] for a flow the fast lookup did not settle: the
     /// chosen backend's stable id.
     #[cold]
     #[inline(never)]
@@ -268,7 +272,7 @@ impl LbState {
     }
 
     /// A packet too big for its backend's path (or too short to say):
-    /// [`LbStage::send`]'s verdict and ICMP error.
+    /// [`LbState::send`]'s verdict and ICMP error.
     #[allow(clippy::too_many_arguments)]
     #[cold]
     #[inline(never)]

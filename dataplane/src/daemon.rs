@@ -200,7 +200,8 @@ pub fn build_tables(
         neighbors: &neighbors,
         lb_ids: &mut BackendIds::default(),
     };
-    build_table_set(cfg, res, &facts, learned, 0, 1, Reuse::default())
+    let never = AtomicBool::new(false);
+    build_table_set(cfg, res, &facts, learned, 0, 1, Reuse::default(), &never)
 }
 
 /// The long-lived neighbour table of a config's route section (a small one
@@ -239,7 +240,10 @@ pub fn acl_inputs_equal(a: &Resolved, b: &Resolved) -> bool {
 }
 
 /// Builds table set `generation` for `workers` workers, keeping what
-/// `reuse` holds instead of building it again.
+/// `reuse` holds instead of building it again. A raised `stop` abandons
+/// the route build (a reload interrupted by a stop request: see
+/// [`Routing::build_until`]); the error then says so.
+#[allow(clippy::too_many_arguments)]
 pub fn build_table_set(
     cfg: &Config,
     res: &Resolved,
@@ -248,6 +252,7 @@ pub fn build_table_set(
     generation: u64,
     workers: usize,
     reuse: Reuse,
+    stop: &AtomicBool,
 ) -> Result<TableSet> {
     let neighbors = learned.neighbors;
     let mut t = TableSet {
@@ -266,6 +271,7 @@ pub fn build_table_set(
                 sec.get_ref(),
                 facts,
                 neighbors,
+                stop,
             )?));
         }
     }
@@ -337,6 +343,7 @@ fn build_routing(
     sec: &config::RouteSection,
     facts: &PortFacts,
     neighbors: &Arc<NeighborTable>,
+    stop: &AtomicBool,
 ) -> Result<Routing> {
     let ports = cfg
         .ports
@@ -361,13 +368,14 @@ fn build_routing(
         .collect();
     let (c4, c6) = config::route_configs(sec, res, cfg);
     let t0 = Instant::now();
-    let routing = Routing::build(
+    let routing = Routing::build_until(
         ports,
         &res.routes,
         &res.neighbors,
         c4,
         c6,
         neighbors.clone(),
+        stop,
     )
     .map_err(|e| {
         if !e.is_table_allocation() {
@@ -567,6 +575,8 @@ pub fn run(
         lb_ids: BackendIds::default(),
     };
     let workers = cfg.workers.len();
+    // Start-up builds to the end: a stop request during it is seen by the
+    // control loop's first tick.
     let first = build_table_set(
         cfg,
         res,
@@ -575,6 +585,7 @@ pub fn run(
         0,
         workers,
         Reuse::default(),
+        &AtomicBool::new(false),
     )?;
     let tables = Arc::new(Published::new(Arc::new(first)));
 
@@ -741,6 +752,7 @@ pub fn run(
         facts,
         learned,
         worker_stats.clone(),
+        Arc::clone(&stop),
     );
     register_telemetry(&reloader, &worker_stats, dist_stats.clone());
     let control = match eal.runtime_dir() {

@@ -25,6 +25,7 @@ use dataplane::tables::set::TableSet;
 use etherparse::{IpNumber, Ipv4Header, NetHeaders, PacketBuilder, PacketHeaders, TransportHeader};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, OnceLock};
 
 const CLIENT_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x01, 0x01];
@@ -196,6 +197,7 @@ impl Router {
             0,
             1,
             Reuse::default(),
+            &AtomicBool::new(false),
         )
         .unwrap();
         let peers: Vec<[u8; 6]> = (0..cfg.ports.len()).map(default_peer_mac).collect();
@@ -231,6 +233,7 @@ impl Router {
             g,
             1,
             Reuse::default(),
+            &AtomicBool::new(false),
         )
         .unwrap();
         self.pipeline.rebind(&set, 0);

@@ -26,7 +26,7 @@ use super::Prefix;
 use crate::dpdk::DpdkError;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// LPM values with this bit set name an ECMP group, not a next hop.
@@ -214,6 +214,10 @@ pub enum RoutingError {
     Dpdk(#[from] DpdkError),
     #[error("{0}")]
     Invalid(String),
+    /// The build was abandoned: its stop flag was raised
+    /// ([`Routing::build_until`]).
+    #[error("abandoned: stop requested")]
+    Stopped,
 }
 
 impl RoutingError {
@@ -230,6 +234,10 @@ impl RoutingError {
         )
     }
 }
+
+/// Routes added between two looks at [`Routing::build_until`]'s stop flag
+/// (a few milliseconds' worth).
+pub const STOP_CHECK_ROUTES: usize = 1024;
 
 /// Builds next hops and groups, deduplicated.
 #[derive(Default)]
@@ -337,6 +345,32 @@ impl Routing {
         cfg6: RouteConfig,
         neighbors: Arc<NeighborTable>,
     ) -> Result<Routing, RoutingError> {
+        let never = AtomicBool::new(false);
+        Self::build_until(
+            ports,
+            routes,
+            static_neighbors,
+            cfg4,
+            cfg6,
+            neighbors,
+            &never,
+        )
+    }
+
+    /// [`Routing::build`], abandoned with [`RoutingError::Stopped`] once
+    /// `stop` is raised: adding a million routes takes seconds, and a
+    /// daemon asked to stop in the middle of a reload must not wait for
+    /// tables it will never use. Checked every [`STOP_CHECK_ROUTES`]
+    /// routes; what was built so far is freed on the way out.
+    pub fn build_until(
+        ports: Vec<PortAddrs>,
+        routes: &[RouteSpec],
+        static_neighbors: &[(u16, IpAddr, [u8; 6])],
+        cfg4: RouteConfig,
+        cfg6: RouteConfig,
+        neighbors: Arc<NeighborTable>,
+        stop: &AtomicBool,
+    ) -> Result<Routing, RoutingError> {
         let mut b = Builder {
             port_info: ports
                 .iter()
@@ -360,10 +394,24 @@ impl Routing {
         // Shortest prefixes first, then by address: each longer route only
         // writes its own range, and neighbouring routes touch neighbouring
         // table memory (about 2x faster than random order at 1M routes). The
-        // sort is stable: of two routes for one prefix the later still wins.
-        let mut order: Vec<&RouteSpec> = routes.iter().collect();
-        order.sort_by_key(|r| (r.prefix.prefix_len(), r.prefix.key_bytes()));
-        for r in order {
+        // sort keeps the file's order among equal keys (the index is the
+        // last key): of two routes for one prefix the later still wins.
+        // Keys computed once and sorted unstably: a million routes sort in
+        // a fraction of the time `sort_by_key` over the prefixes took.
+        let mut order: Vec<(u8, u128, u32)> = routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let key = u128::from_be_bytes(r.prefix.key_bytes());
+                (r.prefix.prefix_len(), key, i as u32)
+            })
+            .collect();
+        order.sort_unstable();
+        for (k, &(_, _, i)) in order.iter().enumerate() {
+            if k % STOP_CHECK_ROUTES == 0 && stop.load(Ordering::Relaxed) {
+                return Err(RoutingError::Stopped);
+            }
+            let r = &routes[i as usize];
             let val = b.value(&r.target)?;
             match r.prefix.addr() {
                 IpAddr::V4(a) => v4.add(u32::from(a), r.prefix.prefix_len(), val)?,
@@ -644,6 +692,66 @@ mod tests {
         let st = r.stats();
         assert_eq!(st.groups, 1);
         assert!(st.memory_bytes > 0);
+        crate::tables::testing::assert_no_eal();
+    }
+
+    /// Routes go in shortest prefix first, but of two routes for one
+    /// prefix the later in the list wins, wherever the two sit among
+    /// routes of other lengths and families; a raised stop flag abandons
+    /// the build.
+    #[test]
+    fn later_route_for_a_prefix_wins_and_a_stop_abandons_the_build() {
+        let gw = |last: u8| RouteTarget::Via(vec![(IpAddr::V4(Ipv4Addr::new(10, 0, 1, last)), 0)]);
+        let route = |p: &str, len: u8, t: RouteTarget| RouteSpec {
+            prefix: Prefix::new(p.parse().unwrap(), len).unwrap(),
+            target: t,
+        };
+        let routes = vec![
+            route("198.18.0.0", 24, gw(7)),
+            route("198.18.0.0", 16, gw(5)),
+            route("2001:db8:9::", 48, gw(6)),
+            route("198.18.0.0", 24, gw(8)),
+            route("198.18.0.128", 25, gw(9)),
+            route("198.18.0.0", 16, gw(4)),
+        ];
+        let r = Routing::build(ports(), &routes, &[], small(), small(), neighbors(64)).unwrap();
+        let via = |a: &str| match r
+            .nexthop(
+                r.v4.lookup(u32::from(a.parse::<Ipv4Addr>().unwrap()))
+                    .unwrap(),
+            )
+            .kind
+        {
+            NhKind::Gateway(IpAddr::V4(g)) => g.octets()[3],
+            k => panic!("{a}: {k:?}"),
+        };
+        assert_eq!(via("198.18.0.1"), 8);
+        assert_eq!(via("198.18.0.200"), 9);
+        assert_eq!(via("198.18.1.1"), 4);
+        let stop = AtomicBool::new(true);
+        let e = Routing::build_until(
+            ports(),
+            &routes,
+            &[],
+            small(),
+            small(),
+            neighbors(64),
+            &stop,
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(matches!(e, RoutingError::Stopped), "{e}");
+        let stop = AtomicBool::new(false);
+        assert!(Routing::build_until(
+            ports(),
+            &routes,
+            &[],
+            small(),
+            small(),
+            neighbors(64),
+            &stop
+        )
+        .is_ok());
         crate::tables::testing::assert_no_eal();
     }
 

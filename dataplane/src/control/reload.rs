@@ -279,6 +279,9 @@ impl ReloadCounters {
 /// then kept until the daemon exits).
 const ACK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Why a reload was given up: a stop request came while it was built.
+const STOPPING: &str = "abandoned: the daemon is stopping";
+
 impl<'a> Reloader<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -354,11 +357,13 @@ impl<'a> Reloader<'a> {
         let file = path.display().to_string();
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let (cfg, res) = Config::parse_in(&src, &file, &dir).map_err(|e| e.to_string())?;
+        self.check_stop()?;
         if let Some(e) = restart_needed(&self.source, &src, &file) {
             return Err(e);
         }
         let (cur_cfg, cur_res) = self.current();
         let changes = Changes::between(cur_res, &res);
+        self.check_stop()?;
         let old = self.tables.load();
         let mut reuse = Reuse::default();
         if route_inputs_equal((cur_cfg, cur_res), (&cfg, &res)) {
@@ -403,7 +408,7 @@ impl<'a> Reloader<'a> {
         )
         .map_err(|e| {
             if self.stop.load(Ordering::Relaxed) {
-                "abandoned: the daemon is stopping".to_string()
+                STOPPING.to_string()
             } else {
                 format!("building the new tables: {e:#}")
             }
@@ -447,6 +452,14 @@ impl<'a> Reloader<'a> {
             generation: g,
             data: None,
         })
+    }
+
+    /// The refusal of a reload the daemon's stop request interrupts.
+    fn check_stop(&self) -> Result<(), String> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(STOPPING.into());
+        }
+        Ok(())
     }
 
     fn accept(&mut self, path: PathBuf, src: String, cfg: Config, res: Resolved) {

@@ -371,6 +371,9 @@ impl Routing {
         neighbors: Arc<NeighborTable>,
         stop: &AtomicBool,
     ) -> Result<Routing, RoutingError> {
+        if stop.load(Ordering::Relaxed) {
+            return Err(RoutingError::Stopped);
+        }
         let mut b = Builder {
             port_info: ports
                 .iter()

@@ -4,7 +4,7 @@
 //! close (returning RX-ring mbufs), then the mempool is checked for leaks.
 use crate::config::{self, Config, Hugepages, Resolved, StageKind};
 use crate::control::reload::Reloader;
-use crate::control::socket::{Answer, ControlSocket};
+use crate::control::socket::{Answer, ControlSocket, Request};
 use crate::distributor::{Distributor, DoneFlag, Steering};
 use crate::dpdk::port::PortConfig;
 use crate::dpdk::ring::Ring;
@@ -794,6 +794,9 @@ pub fn run(
     let mut last_rx_change = started;
     let mut prev_snapshot = (0u64, 0u64, started);
     let mut stop_seen = None;
+    // The reload being built on the reloader's helper thread, with the
+    // client that asked for it (`None`: SIGHUP).
+    let mut reload_client: Option<Option<Request>> = None;
     loop {
         let now = Instant::now();
         if next_tick > now {
@@ -811,22 +814,39 @@ pub fn run(
             tracing::info!("stop requested");
             break;
         }
+        if let Some(mut a) = reloader.poll() {
+            // The reload being built is done (its tables published and
+            // acknowledged, or refused): its client, if any, gets the
+            // answer with the port counters as of the acknowledgement
+            // (whatever a port sends from here on was decided by the new
+            // set).
+            if let Some(Some(req)) = reload_client.take() {
+                a.data = Some(serde_json::json!({
+                    "ports": cfg.ports.iter().zip(&ports)
+                        .map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
+                }));
+                req.answer(&a);
+            }
+        }
         if opts.reload.swap(false, Ordering::Relaxed) {
             tracing::info!("SIGHUP: reloading the config");
-            reloader.reload(None);
+            // Refused at once (logged, counted) while another is built.
+            if reloader.start(None).is_none() {
+                reload_client = Some(None);
+            }
         }
         while let Some(req) = control.as_ref().and_then(ControlSocket::poll) {
             let answer = match req.line.split_once(' ').unwrap_or((&req.line, "")) {
                 ("reload", path) => {
                     let path = (!path.trim().is_empty()).then(|| PathBuf::from(path.trim()));
-                    let mut a = reloader.reload(path);
-                    // Port counters as of the acknowledgement: whatever a
-                    // port sends from here on was decided by the new set.
-                    a.data = Some(serde_json::json!({
-                        "ports": cfg.ports.iter().zip(&ports)
-                            .map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
-                    }));
-                    a
+                    match reloader.start(path) {
+                        Some(refused) => refused,
+                        None => {
+                            // Answered when the build is done (above).
+                            reload_client = Some(Some(req));
+                            continue;
+                        }
+                    }
                 }
                 ("stats", "") => Answer {
                     ok: true,
@@ -913,6 +933,18 @@ pub fn run(
     }
     drop(control);
 
+    // A reload still being built gives up (the flag is raised for the
+    // duration and idle stops too) and its client hears why.
+    stop.store(true, Ordering::Relaxed);
+    reloader.finish();
+    if let Some(Some(req)) = reload_client.take() {
+        req.answer(&Answer {
+            ok: false,
+            message: "reload refused: abandoned: the daemon is stopping".into(),
+            generation: reloader.generation(),
+            data: None,
+        });
+    }
     // Shutdown: workers drain and exit, then ports stop and close.
     let t_stop = stop_seen.unwrap_or_else(Instant::now);
     guard.stop();
@@ -1183,6 +1215,8 @@ fn live_stats(
         "consumed": balance.consumed,
         "events": stats::event_totals(&all),
         "reloads": reloader.counters.report(),
+        // A reload is being built: the tables in force are the old ones.
+        "reload_building": reloader.busy(),
         "ports": cfg.ports.iter().zip(ports).map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
         "workers": snaps,
         "distributor": dist,

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// The whole file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Stage names in processing order, e.g. `["acl", "route"]`.

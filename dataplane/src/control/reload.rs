@@ -8,10 +8,11 @@
 use super::socket::Answer;
 use crate::config::{Config, Resolved};
 use crate::daemon::{
-    acl_inputs_equal, build_table_set, route_inputs_equal, LearnedState, PortFacts, Reuse,
+    acl_inputs_equal, build_table_set, route_inputs_equal, Learned, LearnedState, PortFacts, Reuse,
 };
 use crate::stats::{Counter, ReloadReport, WorkerStats};
-use crate::tables::lb::{BackendSpec, LbSpec, ServiceKey};
+use crate::tables::lb::{BackendIds, BackendSpec, LbSpec, ServiceKey};
+use crate::tables::neighbor::NeighborTable;
 use crate::tables::set::{Published, TableSet};
 use rustc_hash::FxHashSet;
 use std::path::{Path, PathBuf};
@@ -225,21 +226,25 @@ fn set_difference<T: std::hash::Hash + Eq>(old: &[T], new: &[T]) -> (usize, usiz
     (b.difference(&a).count(), a.difference(&b).count())
 }
 
-/// Carries out reloads on the control thread: reads and checks the new
-/// file, builds the new table set (keeping what did not change), publishes
-/// it, waits until every worker runs on it, then frees the retired set.
+/// Carries out reloads: a helper thread reads and checks the new file and
+/// builds the new table set (keeping what did not change) while the
+/// control thread keeps ticking (stats, signals, the control socket); the
+/// control thread then publishes the set, waits until every worker runs on
+/// it and frees the retired one. One reload at a time.
 pub struct Reloader<'a> {
     /// The file a reload re-reads (a request may name another, which then
     /// becomes it).
     path: Option<PathBuf>,
     started: (&'a Config, &'a Resolved),
-    /// The config in force since the last accepted reload.
-    replaced: Option<(Config, Resolved)>,
+    /// The config in force since the last accepted reload (shared with a
+    /// build in progress, which diffs against it).
+    replaced: Option<Arc<(Config, Resolved)>>,
     /// The source text of the config in force.
     source: String,
     tables: Arc<Published>,
     facts: PortFacts,
-    /// The neighbour table and the stable backend ids.
+    /// The neighbour table and the stable backend ids (the ids are with
+    /// the helper thread while it builds).
     learned: LearnedState,
     workers: Vec<Arc<WorkerStats>>,
     /// Retired sets a worker never acknowledged: freed when the reloader
@@ -250,6 +255,132 @@ pub struct Reloader<'a> {
     /// reload, so a stop request is honoured at once, not after seconds of
     /// building tables nothing will use.
     stop: Arc<AtomicBool>,
+    /// The reload being built, if any.
+    pending: Option<Pending>,
+}
+
+/// A reload on its helper thread.
+struct Pending {
+    handle: std::thread::JoinHandle<Prepared>,
+    t0: Instant,
+}
+
+/// What a reload's helper thread is given: everything it reads, owned.
+struct Job {
+    path: PathBuf,
+    /// The source text and the config in force (what the new file is
+    /// checked and diffed against).
+    source: String,
+    current: Arc<(Config, Resolved)>,
+    old: Arc<TableSet>,
+    facts: PortFacts,
+    neighbors: Arc<NeighborTable>,
+    workers: usize,
+    stop: Arc<AtomicBool>,
+}
+
+/// What the helper thread hands back: the checked config and its tables,
+/// or why the reload is refused; and the stable backend ids, which the
+/// build may have extended.
+struct Prepared {
+    outcome: Result<Built, String>,
+    lb_ids: BackendIds,
+}
+
+struct Built {
+    path: PathBuf,
+    src: String,
+    cfg: Config,
+    res: Resolved,
+    changes: Changes,
+    /// The new set; `None` when nothing the workers read differs.
+    set: Option<TableSet>,
+}
+
+impl Job {
+    /// Runs on the helper thread. A panic in the build is caught here, so
+    /// the backend ids always come back (an id is never handed out twice).
+    fn run(self, mut lb_ids: BackendIds) -> Prepared {
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.prepare(&mut lb_ids)))
+                .unwrap_or_else(|_| Err("the table build panicked (a bug: see the log)".into()));
+        Prepared { outcome, lb_ids }
+    }
+
+    fn stopping(&self) -> Result<(), String> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(STOPPING.into());
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, lb_ids: &mut BackendIds) -> Result<Built, String> {
+        let path = &self.path;
+        let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file = path.display().to_string();
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let (cfg, res) = Config::parse_in(&src, &file, &dir).map_err(|e| e.to_string())?;
+        self.stopping()?;
+        if let Some(e) = restart_needed(&self.source, &src, &file) {
+            return Err(e);
+        }
+        let (cur_cfg, cur_res) = (&self.current.0, &self.current.1);
+        let changes = Changes::between(cur_res, &res);
+        self.stopping()?;
+        let old = &self.old;
+        let mut reuse = Reuse::default();
+        if route_inputs_equal((cur_cfg, cur_res), (&cfg, &res)) {
+            reuse.routing = old.routing.clone();
+        }
+        if acl_inputs_equal(cur_res, &res) {
+            reuse.acl = old.acl.clone();
+        }
+        // Services are built over the routes (paths' MTUs): new routes, new
+        // services.
+        if cur_res.lb == res.lb && reuse.routing.is_some() {
+            reuse.lb = old.lb.clone();
+        }
+        let icmp_rate = cfg.route.as_ref().map_or(0, |r| r.get_ref().icmp_rate);
+        let unchanged = reuse.routing.is_some() == old.routing.is_some()
+            && reuse.acl.is_some() == old.acl.is_some()
+            && reuse.lb.is_some() == old.lb.is_some()
+            && icmp_rate == old.icmp_rate;
+        let set = if unchanged {
+            None
+        } else {
+            let learned = Learned {
+                neighbors: &self.neighbors,
+                lb_ids,
+            };
+            let g = old.generation + 1;
+            let set = build_table_set(
+                &cfg,
+                &res,
+                &self.facts,
+                learned,
+                g,
+                self.workers,
+                reuse,
+                &self.stop,
+            )
+            .map_err(|e| {
+                if self.stop.load(Ordering::Relaxed) {
+                    STOPPING.to_string()
+                } else {
+                    format!("building the new tables: {e:#}")
+                }
+            })?;
+            Some(set)
+        };
+        Ok(Built {
+            path: path.clone(),
+            src,
+            cfg,
+            res,
+            changes,
+            set,
+        })
+    }
 }
 
 /// Reload outcomes, written by the control thread and read by the stats
@@ -310,6 +441,7 @@ impl<'a> Reloader<'a> {
             unacknowledged: Vec::new(),
             counters: Arc::default(),
             stop,
+            pending: None,
         }
     }
 
@@ -318,103 +450,143 @@ impl<'a> Reloader<'a> {
         self.tables.generation()
     }
 
-    fn current(&self) -> (&Config, &Resolved) {
-        match &self.replaced {
-            Some((c, r)) => (c, r),
-            None => self.started,
-        }
+    /// Whether a reload is being built.
+    pub fn busy(&self) -> bool {
+        self.pending.is_some()
     }
 
-    /// Reloads from `path` (or the daemon's config file), logging and
-    /// counting the outcome.
+    /// Reloads from `path` (or the daemon's config file) and waits for the
+    /// outcome, logged and counted ([`Reloader::start`], then
+    /// [`Reloader::poll`] until it answers).
     pub fn reload(&mut self, path: Option<PathBuf>) -> Answer {
-        let t0 = Instant::now();
-        let answer = match self.try_reload(path, t0) {
-            Ok(a) => {
-                self.counters.reloads.add(1);
-                self.counters.generation.set(a.generation);
-                a
+        if let Some(a) = self.start(path) {
+            return a;
+        }
+        loop {
+            if let Some(a) = self.poll() {
+                return a;
             }
-            Err(message) => {
-                self.counters.refusals.add(1);
-                tracing::warn!(generation = self.generation(), "reload refused: {message}");
-                Answer {
-                    ok: false,
-                    message: format!("reload refused: {message}"),
-                    generation: self.generation(),
-                    data: None,
-                }
-            }
-        };
-        answer
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
-    fn try_reload(&mut self, path: Option<PathBuf>, t0: Instant) -> Result<Answer, String> {
+    /// Starts a reload from `path` (or the daemon's config file) on a
+    /// helper thread; [`Reloader::poll`] gives its answer. `Some` is the
+    /// answer at once: refused, because another reload is being built or
+    /// there is no file to read.
+    pub fn start(&mut self, path: Option<PathBuf>) -> Option<Answer> {
+        if self.pending.is_some() {
+            return Some(self.refuse("another reload is being built".into()));
+        }
         let Some(path) = path.or_else(|| self.path.clone()) else {
-            return Err("the daemon was started without a config file to re-read".into());
+            return Some(
+                self.refuse("the daemon was started without a config file to re-read".into()),
+            );
         };
-        let src = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let file = path.display().to_string();
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let (cfg, res) = Config::parse_in(&src, &file, &dir).map_err(|e| e.to_string())?;
-        self.check_stop()?;
-        if let Some(e) = restart_needed(&self.source, &src, &file) {
-            return Err(e);
+        let current = match &self.replaced {
+            Some(c) => Arc::clone(c),
+            None => {
+                // The first reload: the start-up config, copied once.
+                let c = Arc::new((self.started.0.clone(), self.started.1.clone()));
+                self.replaced = Some(Arc::clone(&c));
+                c
+            }
+        };
+        let job = Job {
+            path,
+            source: self.source.clone(),
+            current,
+            old: self.tables.load(),
+            facts: self.facts.clone(),
+            neighbors: Arc::clone(&self.learned.neighbors),
+            workers: self.workers.len(),
+            stop: Arc::clone(&self.stop),
+        };
+        let lb_ids = std::mem::take(&mut self.learned.lb_ids);
+        let t0 = Instant::now();
+        let handle = std::thread::Builder::new()
+            .name("dp-reload".into())
+            .spawn(move || job.run(lb_ids));
+        match handle {
+            Ok(handle) => {
+                self.pending = Some(Pending { handle, t0 });
+                None
+            }
+            Err(e) => Some(self.refuse(format!("cannot start the build thread: {e}"))),
         }
-        let (cur_cfg, cur_res) = self.current();
-        let changes = Changes::between(cur_res, &res);
-        self.check_stop()?;
-        let old = self.tables.load();
-        let mut reuse = Reuse::default();
-        if route_inputs_equal((cur_cfg, cur_res), (&cfg, &res)) {
-            reuse.routing = old.routing.clone();
+    }
+
+    /// The answer of the reload being built once its build is done (the
+    /// new set published and acknowledged, or the refusal); `None` while
+    /// it builds or when none was started.
+    pub fn poll(&mut self) -> Option<Answer> {
+        if !self.pending.as_ref()?.handle.is_finished() {
+            return None;
         }
-        if acl_inputs_equal(cur_res, &res) {
-            reuse.acl = old.acl.clone();
+        let Pending { handle, t0 } = self.pending.take()?;
+        let build = t0.elapsed();
+        let prepared = match handle.join() {
+            Ok(p) => p,
+            // Unreachable: the thread catches the build's panics, and the
+            // ids are lost only if that fails.
+            Err(_) => return Some(self.refuse("the build thread died".into())),
+        };
+        self.learned.lb_ids = prepared.lb_ids;
+        Some(match prepared.outcome {
+            Ok(built) => self.apply(built, build),
+            Err(message) => self.refuse(message),
+        })
+    }
+
+    /// At stop: waits for a reload still being built (a raised stop flag
+    /// makes it give up at its next look) and drops it, so that no thread
+    /// touches EAL memory after the daemon's cleanup.
+    pub fn finish(&mut self) {
+        if let Some(Pending { handle, .. }) = self.pending.take() {
+            if let Ok(p) = handle.join() {
+                self.learned.lb_ids = p.lb_ids;
+            }
+            self.counters.refusals.add(1);
+            tracing::info!("reload abandoned: the daemon is stopping");
         }
-        // Services are built over the routes (paths' MTUs): new routes, new
-        // services.
-        if cur_res.lb == res.lb && reuse.routing.is_some() {
-            reuse.lb = old.lb.clone();
+    }
+
+    fn refuse(&mut self, message: String) -> Answer {
+        self.counters.refusals.add(1);
+        tracing::warn!(generation = self.generation(), "reload refused: {message}");
+        Answer {
+            ok: false,
+            message: format!("reload refused: {message}"),
+            generation: self.generation(),
+            data: None,
         }
-        let icmp_rate = cfg.route.as_ref().map_or(0, |r| r.get_ref().icmp_rate);
-        let unchanged = reuse.routing.is_some() == old.routing.is_some()
-            && reuse.acl.is_some() == old.acl.is_some()
-            && reuse.lb.is_some() == old.lb.is_some()
-            && icmp_rate == old.icmp_rate;
-        if unchanged {
+    }
+
+    /// Publishes a built set, waits for the workers, retires the old set.
+    fn apply(&mut self, built: Built, build: Duration) -> Answer {
+        let Built {
+            path,
+            src,
+            cfg,
+            res,
+            changes,
+            set,
+        } = built;
+        let Some(set) = set else {
             // Nothing the workers read differs: no new generation.
             self.accept(path, src, cfg, res);
             let g = self.generation();
+            self.counters.reloads.add(1);
+            self.counters.generation.set(g);
             tracing::info!(generation = g, "reload: no table changed");
-            return Ok(Answer {
+            return Answer {
                 ok: true,
                 message: format!("generation {g}: no table changed"),
                 generation: g,
                 data: None,
-            });
-        }
-        let g = old.generation + 1;
-        let workers = self.workers.len();
-        let set = build_table_set(
-            &cfg,
-            &res,
-            &self.facts,
-            self.learned.learned(),
-            g,
-            workers,
-            reuse,
-            &self.stop,
-        )
-        .map_err(|e| {
-            if self.stop.load(Ordering::Relaxed) {
-                STOPPING.to_string()
-            } else {
-                format!("building the new tables: {e:#}")
-            }
-        })?;
-        let build = t0.elapsed();
-        drop(old);
+            };
+        };
+        let g = set.generation;
         let t1 = Instant::now();
         let retired = self.tables.publish(Arc::new(set));
         let acked = self.wait_for_workers(g);
@@ -436,6 +608,8 @@ impl<'a> Reloader<'a> {
             self.unacknowledged.push(retired);
         }
         self.accept(path, src, cfg, res);
+        self.counters.reloads.add(1);
+        self.counters.generation.set(g);
         let (build_ms, swap_ms) = (ms(build), ms(swap));
         tracing::info!(
             generation = g,
@@ -444,28 +618,20 @@ impl<'a> Reloader<'a> {
             swap_ms,
             "reload applied"
         );
-        Ok(Answer {
+        Answer {
             ok: true,
             message: format!(
                 "generation {g}: {changes} (build {build_ms:.1} ms, swap {swap_ms:.3} ms)"
             ),
             generation: g,
             data: None,
-        })
-    }
-
-    /// The refusal of a reload the daemon's stop request interrupts.
-    fn check_stop(&self) -> Result<(), String> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(STOPPING.into());
         }
-        Ok(())
     }
 
     fn accept(&mut self, path: PathBuf, src: String, cfg: Config, res: Resolved) {
         self.path = Some(path);
         self.source = src;
-        self.replaced = Some((cfg, res));
+        self.replaced = Some(Arc::new((cfg, res)));
     }
 
     /// Waits until every worker runs on generation `g` or later (false

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use dataplane::config::Config;
 use dataplane::control::socket;
 use dataplane::daemon::{self, RunOptions};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -141,7 +142,12 @@ fn real_main(cli: Cli) -> Result<i32> {
             let prefix = daemon_prefix(config.as_deref(), file_prefix)?;
             let a = socket::request(&prefix, "stats")?;
             let data = a.data.unwrap_or(serde_json::Value::Null);
-            println!("{}", serde_json::to_string_pretty(&data)?);
+            // A reader that closes early (`| head`) is not an error.
+            let text = serde_json::to_string_pretty(&data)?;
+            match writeln!(std::io::stdout().lock(), "{text}") {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+                _ => {}
+            }
             Ok(if a.ok { 0 } else { 1 })
         }
         Command::Gen(args) => {

@@ -936,14 +936,8 @@ pub fn run(
     // A reload still being built gives up (the flag is raised for the
     // duration and idle stops too) and its client hears why.
     stop.store(true, Ordering::Relaxed);
-    reloader.finish();
-    if let Some(Some(req)) = reload_client.take() {
-        req.answer(&Answer {
-            ok: false,
-            message: "reload refused: abandoned: the daemon is stopping".into(),
-            generation: reloader.generation(),
-            data: None,
-        });
+    if let (Some(refused), Some(Some(req))) = (reloader.finish(), reload_client.take()) {
+        req.answer(&refused);
     }
     // Shutdown: workers drain and exit, then ports stop and close.
     let t_stop = stop_seen.unwrap_or_else(Instant::now);

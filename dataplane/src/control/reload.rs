@@ -455,21 +455,6 @@ impl<'a> Reloader<'a> {
         self.pending.is_some()
     }
 
-    /// Reloads from `path` (or the daemon's config file) and waits for the
-    /// outcome, logged and counted ([`Reloader::start`], then
-    /// [`Reloader::poll`] until it answers).
-    pub fn reload(&mut self, path: Option<PathBuf>) -> Answer {
-        if let Some(a) = self.start(path) {
-            return a;
-        }
-        loop {
-            if let Some(a) = self.poll() {
-                return a;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
     /// Starts a reload from `path` (or the daemon's config file) on a
     /// helper thread; [`Reloader::poll`] gives its answer. `Some` is the
     /// answer at once: refused, because another reload is being built or
@@ -541,14 +526,13 @@ impl<'a> Reloader<'a> {
     /// At stop: waits for a reload still being built (a raised stop flag
     /// makes it give up at its next look) and drops it, so that no thread
     /// touches EAL memory after the daemon's cleanup.
-    pub fn finish(&mut self) {
-        if let Some(Pending { handle, .. }) = self.pending.take() {
-            if let Ok(p) = handle.join() {
-                self.learned.lb_ids = p.lb_ids;
-            }
-            self.counters.refusals.add(1);
-            tracing::info!("reload abandoned: the daemon is stopping");
+    /// Its answer (refused) is for the reload's client.
+    pub fn finish(&mut self) -> Option<Answer> {
+        let Pending { handle, .. } = self.pending.take()?;
+        if let Ok(p) = handle.join() {
+            self.learned.lb_ids = p.lb_ids;
         }
+        Some(self.refuse(STOPPING.into()))
     }
 
     fn refuse(&mut self, message: String) -> Answer {

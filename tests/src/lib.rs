@@ -102,6 +102,40 @@ pub fn ensure_hugepages(pages: u64) -> bool {
     free() >= pages && mounted()
 }
 
+/// `count` distinct pseudo-random IPv4 routes (xorshift, the same list on
+/// every run), one `PREFIX/LEN VIA` line each: lengths /16../32, no prefix
+/// in 0/8, 10/8, 127/8, 198/8 or 224/3 (the tests' own addresses), next
+/// hops alternating between 10.0.0.2 and 10.0.1.2.
+pub fn pseudo_random_routes(count: usize) -> String {
+    use std::fmt::Write as _;
+    let mut routes = String::with_capacity(count * 28);
+    let mut seen = std::collections::HashSet::with_capacity(count);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let lens = [16u8, 20, 22, 24, 24, 24, 24, 28, 32];
+    while seen.len() < count {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = lens[(x >> 40) as usize % lens.len()];
+        let a = (x as u32) & (u32::MAX << (32 - len));
+        let top = a >> 24;
+        if top == 0 || top == 127 || top >= 224 || top == 10 || top == 198 {
+            continue;
+        }
+        if !seen.insert((a, len)) {
+            continue;
+        }
+        let via = if seen.len() % 2 == 0 {
+            "10.0.0.2"
+        } else {
+            "10.0.1.2"
+        };
+        let b = a.to_be_bytes();
+        writeln!(routes, "{}.{}.{}.{}/{len} {via}", b[0], b[1], b[2], b[3]).unwrap();
+    }
+    routes
+}
+
 /// The daemon's finished run.
 pub struct RunResult {
     pub output: Output,

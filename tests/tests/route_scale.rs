@@ -4,40 +4,13 @@
 //! routed by the longest match among them.
 use dataplane_tests::*;
 use etherparse::PacketBuilder;
-use std::collections::HashSet;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 #[test]
 fn a_million_routes_load_and_route() {
     let dir = tempfile::tempdir().unwrap();
-    // Deterministic pseudo-random routes (xorshift), /16../32, avoiding the
-    // test prefixes below; next hops alternate between the two ports.
-    let mut routes = String::with_capacity(40 << 20);
-    let mut seen = HashSet::new();
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let lens = [16u8, 20, 22, 24, 24, 24, 24, 28, 32];
-    while seen.len() < 1_000_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let len = lens[(x >> 40) as usize % lens.len()];
-        let a = (x as u32) & (u32::MAX << (32 - len));
-        let top = a >> 24;
-        if top == 0 || top == 127 || top >= 224 || top == 10 || top == 198 {
-            continue;
-        }
-        if !seen.insert((a, len)) {
-            continue;
-        }
-        let via = if seen.len() % 2 == 0 {
-            "10.0.0.2"
-        } else {
-            "10.0.1.2"
-        };
-        let b = a.to_be_bytes();
-        writeln!(routes, "{}.{}.{}.{}/{len} {via}", b[0], b[1], b[2], b[3]).unwrap();
-    }
+    // Deterministic pseudo-random routes, next hops on both ports.
+    let mut routes = pseudo_random_routes(1_000_000);
     // The routes the traffic exercises: a /16 with a more specific /24 and /32.
     routes.push_str("198.51.0.0/16 10.0.0.2\n198.51.100.0/24 10.0.1.2\n198.51.100.7/32 10.0.0.2\n");
     std::fs::write(dir.path().join("routes.txt"), &routes).unwrap();

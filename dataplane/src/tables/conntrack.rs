@@ -37,6 +37,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 /// Ways per bucket.
 const WAYS: usize = 8;
 
+/// The refresh step is the shortest timeout over this ([`ConnTable::refresh_step`]).
+const REFRESH_DIVISOR: u64 = 64;
+
 /// The largest capacity accepted: 2²⁶ ways, 4.3 GiB.
 pub const MAX_CAPACITY: usize = 1 << 26;
 
@@ -58,7 +61,9 @@ pub mod flags {
 const PROTO_TCP: u8 = 6;
 
 /// Idle timeouts, in the caller's clock ticks (e.g. TSC cycles). An entry
-/// idle for longer than its timeout is absent.
+/// idle for longer than its timeout is absent — give or take the table's
+/// refresh step ([`ConnTable::refresh_step`]): never sooner than its
+/// timeout after its last packet, at most one step later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     /// TCP flows.
@@ -322,8 +327,15 @@ pub struct ConnTable {
     overflow: BigSlice<u16>,
     /// Buckets − 1 (a power of two minus one).
     mask: usize,
-    /// Indexed by [`ConnTable::class`]: other, TCP, closing, closing.
+    /// The configured timeouts, indexed by [`ConnTable::class`]: other,
+    /// TCP, closing, closing.
     timeouts: [u64; 4],
+    /// What [`ConnTable::expired`] compares with: each timeout plus
+    /// `refresh`.
+    limits: [u64; 4],
+    /// A hit refreshes an entry's last-seen time only when it is older
+    /// than this ([`ConnTable::refresh_step`]).
+    refresh: u64,
     /// Ways in use (live or expired and not yet reclaimed).
     used: usize,
     /// Bumped whenever a way is freed, taken or moved: a [`Probe`] taken
@@ -349,15 +361,18 @@ impl ConnTable {
             slots: BigSlice::new(ways, Slot::default()),
             overflow: BigSlice::new(buckets, 0),
             mask: buckets - 1,
-            timeouts: [
-                timeouts.udp,
-                timeouts.tcp,
-                timeouts.closing,
-                timeouts.closing,
-            ],
+            timeouts: [0; 4],
+            limits: [0; 4],
+            refresh: 0,
             used: 0,
             layout: 0,
-        })
+        }
+        .with_timeouts(timeouts))
+    }
+
+    fn with_timeouts(mut self, t: Timeouts) -> Self {
+        self.set_timeouts(t);
+        self
     }
 
     /// Ways in the table.
@@ -391,6 +406,32 @@ impl ConnTable {
     /// entries keep their last-seen times and are judged by the new ones.
     pub fn set_timeouts(&mut self, t: Timeouts) {
         self.timeouts = [t.udp, t.tcp, t.closing, t.closing];
+        self.refresh = t.udp.min(t.tcp).min(t.closing) / REFRESH_DIVISOR;
+        self.limits = self.timeouts.map(|x| x.saturating_add(self.refresh));
+    }
+
+    /// How stale a live entry's last-seen time may be: a hit writes the
+    /// time only when the stored one is older than this, 1/64 of the
+    /// shortest timeout. Writing it on every packet dirtied the entry's
+    /// cache line on every packet of every flow, and the write-backs of
+    /// those lines cost the balancer more than the lookups
+    /// (`docs/perf-log.md`). The expiry check adds the step to every
+    /// timeout, so a flow is never forgotten sooner than its timeout after
+    /// its last packet, and at most one step later.
+    pub fn refresh_step(&self) -> u64 {
+        self.refresh
+    }
+
+    /// A hit at `now` on slot `s`: its last-seen time moves to `now` when
+    /// it is more than a refresh step older (never backwards).
+    #[inline(always)]
+    fn refresh_slot(&mut self, s: usize, now: u64) -> Entry {
+        let refresh = self.refresh;
+        let slot = &mut self.slots[s];
+        if now > slot.last_seen.saturating_add(refresh) {
+            slot.last_seen = now;
+        }
+        Self::entry(slot)
     }
 
     /// Forgets every entry.
@@ -429,11 +470,12 @@ impl ConnTable {
         usize::from(flags as u8 & flags::CLOSING != 0) << 1 | (flags as usize >> 7 & 1)
     }
 
-    /// Idle for longer than its timeout. A `now` before `last_seen` (a
-    /// caller's clock that lags) counts as no idle time.
+    /// Idle for longer than its timeout (plus the refresh step). A `now`
+    /// before `last_seen` (a caller's clock that lags) counts as no idle
+    /// time.
     #[inline(always)]
     fn expired(&self, s: &Slot, now: u64) -> bool {
-        now.saturating_sub(s.last_seen) > self.timeouts[Self::class(s.flags)]
+        now.saturating_sub(s.last_seen) > self.limits[Self::class(s.flags)]
     }
 
     /// Every held way: (bucket, way, slot).
@@ -601,16 +643,12 @@ impl ConnTable {
                 self.free(s);
                 return None;
             }
-            let slot = &mut self.slots[s];
-            slot.last_seen = slot.last_seen.max(now);
-            return Some(Self::entry(slot));
+            return Some(self.refresh_slot(s, now));
         }
         // No tag matched in the primary bucket (the probe saw the same
         // tags), or another key had the tag: the general path.
         let s = self.find_live_as::<V4>(key, hash, now)?;
-        let slot = &mut self.slots[s];
-        slot.last_seen = slot.last_seen.max(now);
-        Some(Self::entry(slot))
+        Some(self.refresh_slot(s, now))
     }
 
     /// The live entry for `key` (hashed to `hash` by the caller, the same
@@ -627,9 +665,7 @@ impl ConnTable {
     #[inline(always)]
     pub fn touch(&mut self, key: &ConnKey, hash: u32, now: u64) -> Option<Entry> {
         let s = self.find_live(key, hash, now)?;
-        let slot = &mut self.slots[s];
-        slot.last_seen = slot.last_seen.max(now);
-        Some(Self::entry(slot))
+        Some(self.refresh_slot(s, now))
     }
 
     /// Marks a live flow closing (`seen`: [`flags::FIN`] and/or
@@ -889,6 +925,57 @@ mod tests {
             })
         );
         assert_eq!(table(16).timeouts(), T);
+    }
+
+    /// A hit writes the last-seen time only once it is a refresh step
+    /// (1/64 of the shortest timeout) old, and the expiry adds the step:
+    /// a flow is live for at least its timeout after its last packet,
+    /// however its hits fell, and gone at most one step later. Both hit
+    /// paths (`touch`, and the burst's `probe` + `touch_probed_v4`) agree.
+    #[test]
+    fn last_seen_moves_in_refresh_steps_and_expiry_allows_for_them() {
+        let t6400 = Timeouts {
+            tcp: 64_000,
+            udp: 6_400,
+            closing: 6_400,
+        };
+        for burst_path in [false, true] {
+            let mut t = ConnTable::new(1024, t6400).unwrap();
+            assert_eq!(t.refresh_step(), 100);
+            let k = udp(1);
+            let hit = |t: &mut ConnTable, now: u64| {
+                if burst_path {
+                    t.prefetch(h(&k));
+                    let p = t.probe(h(&k));
+                    t.touch_probed_v4(p, &k, h(&k), now)
+                } else {
+                    t.touch(&k, h(&k), now)
+                }
+            };
+            t.insert(&k, h(&k), 3, 0).unwrap();
+            // Within a step: the stored time stays.
+            assert_eq!(hit(&mut t, 100).unwrap().last_seen, 0);
+            // Past it: the hit's time is stored.
+            assert_eq!(hit(&mut t, 101).unwrap().last_seen, 101);
+            assert_eq!(hit(&mut t, 150).unwrap().last_seen, 101);
+            // The last packet was at 150: live through 150 + 6400, and
+            // gone once 101 + 6400 + 100 has passed.
+            assert!(t.lookup(&k, h(&k), 150 + 6_400).is_some());
+            assert!(t.lookup(&k, h(&k), 101 + 6_400 + 100).is_some());
+            assert_eq!(t.lookup(&k, h(&k), 101 + 6_400 + 101), None);
+            // A clock that lags never moves the time back.
+            let k2 = udp(2);
+            t.insert(&k2, h(&k2), 4, 1_000).unwrap();
+            assert_eq!(t.touch(&k2, h(&k2), 500).unwrap().last_seen, 1_000);
+        }
+        // Short timeouts (the model test's): no step, every hit is stored.
+        let mut t = table(64);
+        assert_eq!(t.refresh_step(), 0);
+        let k = tcp(1);
+        t.insert(&k, h(&k), 1, 0).unwrap();
+        assert_eq!(t.touch(&k, h(&k), 1).unwrap().last_seen, 1);
+        assert_eq!(t.lookup(&k, h(&k), 101).map(|e| e.last_seen), Some(1));
+        assert_eq!(t.lookup(&k, h(&k), 102), None);
     }
 
     #[test]

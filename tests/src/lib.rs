@@ -136,6 +136,30 @@ pub fn pseudo_random_routes(count: usize) -> String {
     routes
 }
 
+/// `dataplane stats --file-prefix PREFIX`: the running daemon's counters.
+pub fn daemon_stats(prefix: &str) -> Value {
+    let out = Command::new(dataplane_bin())
+        .args(["stats", "--file-prefix", prefix])
+        .output()
+        .expect("running the client");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "stats: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("stats json ({e}): {text}"))
+}
+
+/// Sends `sig` to process `pid` (a daemon the test started).
+pub fn signal_pid(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on the test's own child's pid.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
 /// The daemon's finished run.
 pub struct RunResult {
     pub output: Output,

@@ -104,12 +104,6 @@ fn client(args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-fn stats(prefix: &str) -> Value {
-    let (ok, text) = client(&["stats", "--file-prefix", prefix]);
-    assert!(ok, "stats: {text}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("stats json ({e}): {text}"))
-}
-
 fn opackets(s: &Value, port: &str) -> u64 {
     s["ports"]
         .as_array()
@@ -123,7 +117,7 @@ fn opackets(s: &Value, port: &str) -> u64 {
 /// right after every worker acknowledged), while `busy` keeps sending.
 fn only_one_port_sends(prefix: &str, at_ack: &Value, busy: &str, quiet: &str, what: &str) {
     std::thread::sleep(Duration::from_millis(150));
-    let later = stats(prefix);
+    let later = daemon_stats(prefix);
     assert_eq!(
         opackets(at_ack, quiet),
         opackets(&later, quiet),
@@ -158,7 +152,7 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
             .any(|x| x.contains("stats rx=") && !x.contains("stats rx=0 "))
     })
     .unwrap();
-    only_one_port_sends(&prefix, &stats(&prefix), "a", "b", "start (set A)");
+    only_one_port_sends(&prefix, &daemon_stats(&prefix), "a", "b", "start (set A)");
 
     let mut reload_ms = Vec::new();
     for k in 1..=20u64 {
@@ -195,8 +189,14 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
             let (ok, text) = client(&["reload", "--config", &cfg_path, "--file-prefix", &prefix]);
             assert!(!ok, "a port change was accepted: {text}");
             assert!(text.contains("port[1].mtu: changed"), "{text}");
-            assert_eq!(stats(&prefix)["reloads"]["generation"], k);
-            only_one_port_sends(&prefix, &stats(&prefix), busy, quiet, "after the refusals");
+            assert_eq!(daemon_stats(&prefix)["reloads"]["generation"], k);
+            only_one_port_sends(
+                &prefix,
+                &daemon_stats(&prefix),
+                busy,
+                quiet,
+                "after the refusals",
+            );
             std::fs::write(&path, config(dir.path(), &prefix, set_b)).unwrap();
         }
     }
@@ -207,7 +207,7 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
         l.contains("reload: no table changed")
     })
     .unwrap();
-    assert_eq!(stats(&prefix)["reloads"]["generation"], 20);
+    assert_eq!(daemon_stats(&prefix)["reloads"]["generation"], 20);
 
     let (out, report, _) = d.stop(libc::SIGINT, Duration::from_secs(20)).unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -224,12 +224,4 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
     assert_eq!(report["reloads"]["reloads"], 21);
     assert_eq!(report["reloads"]["refusals"], 2);
     eprintln!("reload round trips (ms, client start to answer): {reload_ms:?}");
-}
-
-fn signal_pid(pid: u32, sig: i32) {
-    // SAFETY: kill(2) on our own child's pid.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::kill(pid as i32, sig);
-    }
 }

@@ -12,7 +12,6 @@
 use dataplane_tests::*;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const ROUTES: usize = 300_000;
@@ -82,16 +81,6 @@ fn write_routes(dir: &Path, bulk: &str, via: &str) {
     .unwrap();
 }
 
-fn stats(prefix: &str) -> Value {
-    let out = Command::new(dataplane_bin())
-        .args(["stats", "--file-prefix", prefix])
-        .output()
-        .expect("running the client");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "stats: {text}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("stats json ({e}): {text}"))
-}
-
 /// A reload request on its own thread (it answers when the build is done).
 fn reload_in_background(prefix: &str, path: &str) -> std::thread::JoinHandle<(bool, String)> {
     let (prefix, req) = (prefix.to_owned(), format!("reload {path}"));
@@ -102,11 +91,11 @@ fn reload_in_background(prefix: &str, path: &str) -> std::thread::JoinHandle<(bo
 }
 
 /// Polls `dataplane stats` until it says a reload is being built; returns
-/// that answer and how many answers came while building.
+/// that answer.
 fn wait_building(prefix: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let s = stats(prefix);
+        let s = daemon_stats(prefix);
         if s["reload_building"] == true {
             return s;
         }
@@ -115,14 +104,6 @@ fn wait_building(prefix: &str) -> Value {
             "no stats answer said reload_building: {s}"
         );
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn signal_pid(pid: u32, sig: i32) {
-    // SAFETY: kill(2) on our own child's pid.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::kill(pid as i32, sig);
     }
 }
 
@@ -164,7 +145,7 @@ fn a_long_reload_builds_aside_refuses_a_second_and_yields_to_a_stop() {
         l.matches("another reload is being built").count() >= 2
     })
     .unwrap();
-    let still = stats(&prefix);
+    let still = daemon_stats(&prefix);
     assert_eq!(still["reload_building"], true, "the build ended too soon");
     assert_eq!(still["reloads"]["generation"], 0);
 
@@ -172,7 +153,7 @@ fn a_long_reload_builds_aside_refuses_a_second_and_yields_to_a_stop() {
     assert!(ok, "reload 1: {text}");
     assert!(text.starts_with("generation 1: routes +1 -1"), "{text}");
     eprintln!("reload 1: {text}");
-    let after = stats(&prefix);
+    let after = daemon_stats(&prefix);
     assert_eq!(after["reload_building"], false);
     assert_eq!(after["reloads"]["generation"], 1);
     assert_eq!(after["reloads"]["refusals"], 2);

@@ -1,5 +1,6 @@
 //! Black box: a reload that takes seconds to build (300,000 routes) does not
-//! stall the daemon's control side, and a stop does not wait for it.
+//! stall the daemon's control side, and a stop in the middle of one is
+//! honoured.
 //!
 //! While the first reload builds on its helper thread, under load:
 //! `dataplane stats` answers, saying `reload_building` and the generation
@@ -7,7 +8,7 @@
 //! refused at once ("another reload is being built") and counted; then the
 //! first answers with generation 1 and its route change. A second long
 //! reload is then interrupted by SIGINT: its client is told the reload was
-//! abandoned, the daemon exits cleanly and promptly with its report (the
+//! abandoned, the daemon exits cleanly with its report (the
 //! generation still 1), every mbuf back in the pool.
 use dataplane_tests::*;
 use serde_json::Value;

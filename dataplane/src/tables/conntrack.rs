@@ -356,7 +356,7 @@ impl ConnTable {
         }
         let ways = capacity.max(MIN_CAPACITY).next_power_of_two();
         let buckets = ways / WAYS;
-        Ok(ConnTable {
+        let mut table = ConnTable {
             buckets: BigSlice::new(buckets, Bucket::default()),
             slots: BigSlice::new(ways, Slot::default()),
             overflow: BigSlice::new(buckets, 0),
@@ -366,13 +366,9 @@ impl ConnTable {
             refresh: 0,
             used: 0,
             layout: 0,
-        }
-        .with_timeouts(timeouts))
-    }
-
-    fn with_timeouts(mut self, t: Timeouts) -> Self {
-        self.set_timeouts(t);
-        self
+        };
+        table.set_timeouts(timeouts);
+        Ok(table)
     }
 
     /// Ways in the table.

@@ -18,7 +18,7 @@
 //! sent, dropped or consumed, and none is left in a ring.
 use crate::burst::{Burst, BURST_SIZE};
 use crate::dpdk::mbuf::free_bulk;
-use crate::dpdk::port::{RxQueue, TxQueue};
+use crate::dpdk::port::{RxQueue, TxQueue, MAX_PORTS};
 use crate::dpdk::ring::RingConsumer;
 use crate::dpdk::{rdtsc, Mbuf};
 use crate::pipeline::{new_meta_burst, DropReason, Output, Pipeline, StageCtx};
@@ -57,7 +57,10 @@ pub struct Worker {
 
 /// The worker's TX buffers and drop bin: the `Output` of its dispatch pass.
 struct TxBuffers {
-    bufs: Vec<Burst<Mbuf>>,
+    /// By port index, in a fixed array: `tx` indexes it with the port
+    /// masked to the array's size, so a packet's hand-over loads no vector
+    /// header and checks no bound (ports past `queues` stay empty).
+    bufs: Box<[Burst<Mbuf>; MAX_PORTS]>,
     queues: Vec<TxQueue>,
     drops: Burst<Mbuf>,
     stats: Arc<WorkerStats>,
@@ -76,7 +79,7 @@ impl TxBuffers {
     }
 
     fn flush_all(&mut self) {
-        for p in 0..self.bufs.len() {
+        for p in 0..self.queues.len() {
             if !self.bufs[p].is_empty() {
                 self.flush(p);
             }
@@ -92,7 +95,7 @@ impl TxBuffers {
 impl Output<Mbuf> for TxBuffers {
     #[inline(always)]
     fn tx(&mut self, port: u16, pkt: Mbuf) {
-        let p = port as usize;
+        let p = usize::from(port) % MAX_PORTS;
         match self.bufs[p].push_len(pkt) {
             Ok(BURST_SIZE) => self.flush(p),
             Ok(_) => {}
@@ -120,7 +123,7 @@ impl Output<Mbuf> for TxBuffers {
 
     #[inline]
     fn tx_all(&mut self, port: u16, pkts: &mut Burst<Mbuf>) {
-        let p = port as usize;
+        let p = usize::from(port) % MAX_PORTS;
         if self.bufs[p].is_empty() {
             // Nothing waiting on this port: send the burst as it is, no copy.
             let (sent, refused) = self.queues[p].tx_burst_or_free(pkts);
@@ -184,7 +187,7 @@ impl Worker {
         } = self;
         pipeline.set_profile(profile.then_some(rdtsc as fn() -> u64));
         let mut out = TxBuffers {
-            bufs: tx.iter().map(|_| Burst::new()).collect(),
+            bufs: Box::new(std::array::from_fn(|_| Burst::new())),
             queues: tx,
             drops: Burst::new(),
             stats: stats.clone(),

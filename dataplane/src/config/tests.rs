@@ -1010,3 +1010,24 @@ fn pcap_port_needs_a_tx_file_per_worker() {
     );
     assert_eq!(super::validate::pcap_tx_files("net_null0,tx_pcap=x"), None);
 }
+
+/// More ports than DPDK can hold (and the workers' TX buffers are sized
+/// for) is refused at check, at the first port too many.
+#[test]
+fn more_ports_than_dpdk_holds() {
+    let extra: String = (2..=crate::dpdk::port::MAX_PORTS)
+        .map(|i| format!("[[port]]\nname = \"x{i}\"\ndevice = \"net_null{i}\"\n\n"))
+        .collect();
+    let src = bad(
+        "[[worker]]\ncore = 1",
+        &format!("{extra}[[worker]]\ncore = 1"),
+    );
+    let (line, field, message) = err(&src);
+    let at = src
+        .lines()
+        .position(|l| l == format!("name = \"x{}\"", crate::dpdk::port::MAX_PORTS))
+        .unwrap()
+        + 1;
+    assert_eq!((line, field.as_str()), (at, "port[32]"));
+    assert!(message.contains("at most 32"), "{message}");
+}

@@ -15,6 +15,17 @@ impl Config {
                 "no [[port]] is configured".into(),
             ));
         }
+        if let Some(p) = self.ports.get(crate::dpdk::port::MAX_PORTS) {
+            return Err(loc.error(
+                p.name.span(),
+                Some(format!("port[{}]", crate::dpdk::port::MAX_PORTS)),
+                format!(
+                    "{} ports are configured; DPDK holds at most {} (RTE_MAX_ETHPORTS)",
+                    self.ports.len(),
+                    crate::dpdk::port::MAX_PORTS
+                ),
+            ));
+        }
         if self.workers.is_empty() {
             return Err(loc.error(
                 0..0,

@@ -21,11 +21,11 @@ pub struct QueueId(pub u16);
 // Offload bits from rte_ethdev.h (RTE_BIT64 macros bindgen cannot evaluate).
 const RX_OFFLOAD_RSS_HASH: u64 = 1 << 19;
 pub const TX_OFFLOAD_IPV4_CKSUM: u64 = 1 << 1;
+const TX_OFFLOAD_MBUF_FAST_FREE: u64 = 1 << 16;
 
 /// The most ports DPDK can hold (`RTE_MAX_ETHPORTS` of the build); the
 /// config check refuses more.
 pub const MAX_PORTS: usize = dpdk_sys::RTE_MAX_ETHPORTS as usize;
-const TX_OFFLOAD_MBUF_FAST_FREE: u64 = 1 << 16;
 
 /// What to ask of a port.
 #[derive(Debug, Clone)]

@@ -95,6 +95,9 @@ impl TxBuffers {
 impl Output<Mbuf> for TxBuffers {
     #[inline(always)]
     fn tx(&mut self, port: u16, pkt: Mbuf) {
+        // Ports come from the config, which `check` keeps below MAX_PORTS:
+        // the mask never folds one port onto another's buffer.
+        debug_assert!(usize::from(port) < self.queues.len(), "port {port}");
         let p = usize::from(port) % MAX_PORTS;
         match self.bufs[p].push_len(pkt) {
             Ok(BURST_SIZE) => self.flush(p),
@@ -123,6 +126,7 @@ impl Output<Mbuf> for TxBuffers {
 
     #[inline]
     fn tx_all(&mut self, port: u16, pkts: &mut Burst<Mbuf>) {
+        debug_assert!(usize::from(port) < self.queues.len(), "port {port}");
         let p = usize::from(port) % MAX_PORTS;
         if self.bufs[p].is_empty() {
             // Nothing waiting on this port: send the burst as it is, no copy.

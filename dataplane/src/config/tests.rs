@@ -1028,6 +1028,7 @@ fn more_ports_than_dpdk_holds() {
         .position(|l| l == format!("name = \"x{}\"", crate::dpdk::port::MAX_PORTS))
         .unwrap()
         + 1;
-    assert_eq!((line, field.as_str()), (at, "port[32]"));
-    assert!(message.contains("at most 32"), "{message}");
+    let max = crate::dpdk::port::MAX_PORTS;
+    assert_eq!((line, field), (at, format!("port[{max}]")));
+    assert!(message.contains(&format!("at most {max}")), "{message}");
 }

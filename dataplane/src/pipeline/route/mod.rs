@@ -131,10 +131,15 @@ impl RouteStage {
         let plain = lane.plain;
         let mut look = Lookups::new();
         let mut fast = 0u32;
-        if !lane.early && plain == mask_below(n) {
-            // Every packet plain and undecided (the common burst): with no
-            // martian among them, the lane's destinations are the lookup's
-            // addresses as they stand, in slot order.
+        // Undecided: with an early lane a stage before this one may have
+        // decided some (an ACL deny); without, plain packets are undecided
+        // by definition (see `lane`).
+        let undecided = || !lane.early || meta[..n].iter().all(|m| m.verdict == Verdict::Continue);
+        if plain == mask_below(n) && undecided() {
+            // Every packet plain and undecided (the common burst, also after
+            // an ACL that let it all through): with no martian among them,
+            // the lane's destinations are the lookup's addresses as they
+            // stand, in slot order.
             let martians = (0..n).fold(0u32, |m, i| {
                 m | u32::from(v4_martian(lane.src[i], lane.dst[i]).is_some()) << i
             });

@@ -134,8 +134,9 @@ impl RouteStage {
         // Undecided: with an early lane a stage before this one may have
         // decided some (an ACL deny); without, plain packets are undecided
         // by definition (see `lane`).
-        let undecided = || !lane.early || meta[..n].iter().all(|m| m.verdict == Verdict::Continue);
-        if plain == mask_below(n) && undecided() {
+        if plain == mask_below(n)
+            && (!lane.early || meta[..n].iter().all(|m| m.verdict == Verdict::Continue))
+        {
             // Every packet plain and undecided (the common burst, also after
             // an ACL that let it all through): with no martian among them,
             // the lane's destinations are the lookup's addresses as they

@@ -87,7 +87,7 @@ impl AclStage {
         // Reuse the cache's memory when its size stays (no allocation).
         let cache = match self.cache.take() {
             _ if snap.flow_cache == 0 => None,
-            Some(mut c) if c.capacity() == FlowCache::new_capacity(snap.flow_cache) => {
+            Some(mut c) if c.made_for(snap.flow_cache) => {
                 c.clear();
                 Some(c)
             }
@@ -160,7 +160,7 @@ impl AclStage {
                 } else {
                     FlowCache::hash(&m.key, v6)
                 };
-                cache.prefetch(hash);
+                cache.prefetch(hash, v6);
             }
             c.push(i, v6, hash);
         }
@@ -213,7 +213,7 @@ impl AclStage {
         let mut hash = [0u32; BURST_SIZE];
         for (h, &k) in hash[..len].iter_mut().zip(v4_keys) {
             *h = FlowCache::hash_v4(k);
-            cache.prefetch(*h);
+            cache.prefetch(*h, false);
         }
         let mut probe = [Probe::default(); BURST_SIZE];
         for (p, &h) in probe[..len].iter_mut().zip(&hash) {

@@ -3,51 +3,80 @@
 //! front of its classifier is the same idea).
 //!
 //! It is written here rather than taken from `rte_hash` because it is a
-//! cache, not a map: a fixed 8-way set-associative array that never fails an
-//! insert (it evicts), needs no lock (one per worker), and reads two cache
-//! lines for a hit (the bucket's tags, then the one key whose tag matches);
-//! rte_hash's bulk lookup costs about as much as the classification it would
-//! save.
+//! cache, not a map: fixed set-associative arrays that never fail an insert
+//! (they evict), need no lock (one per worker), and read as few cache lines
+//! as a key's size allows; rte_hash's bulk lookup costs about as much as the
+//! classification it would save.
 //!
-//! A hit is exact: the address family and every key byte the classifier
-//! reads are compared (for IPv6 the whole [`FlowKey`]; for IPv4 the first 8
-//! bytes and the first 4 of each address, all that an IPv4 lookup reads), so
-//! the cached answer is the one the classifier would give for the key. The
-//! cache belongs to one worker's stage instance over one immutable
-//! [`super::AclTable`]; a new table means a new stage and an empty cache.
+//! The two families live apart. An IPv4 key is 16 bytes ([`FlowKeyV4`]),
+//! so three of them, their values and the bucket's occupancy fill one line:
+//! a lookup reads that one line and compares the keys themselves. An IPv6
+//! key is 40 bytes: its buckets hold eight tags and values in one line, the
+//! keys lie beside them, and a lookup reads the tags, then the one key whose
+//! tag matches.
+//!
+//! A hit is exact: every key byte the classifier reads is compared (for
+//! IPv6 the whole [`FlowKey`]; for IPv4 the first 8 bytes and the first 4
+//! of each address, all that an IPv4 lookup reads), so the cached answer is
+//! the one the classifier would give for the key. The cache belongs to one
+//! worker's stage instance over one immutable [`super::AclTable`]; a new
+//! table means a new stage and an empty cache.
 use crate::flow::{flow_hash, FlowKey, FlowKeyV4};
 
-/// Ways per bucket: a bucket's tags and values fill one cache line.
+/// Ways per IPv4 bucket: three 16-byte keys, their values and the occupancy
+/// bits fill one cache line.
+const WAYS4: usize = 3;
+
+/// Ways per IPv6 bucket: a bucket's tags and values fill one cache line.
 const WAYS: usize = 8;
 
-/// The tags and values of one bucket: a lookup reads this line, then the
-/// key of the one way whose tag matches.
+/// One IPv4 bucket: a lookup reads this line and nothing else.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Bucket4 {
+    /// Way `w`'s key as [`FlowKeyV4`]'s two words.
+    keys: [[u64; 2]; WAYS4],
+    values: [u32; WAYS4],
+    /// Bit `w`: way `w` holds an entry (every key value is a valid key, so
+    /// none can mark an empty way).
+    used: u32,
+}
+
+/// The tags and values of one IPv6 bucket: a lookup reads this line, then
+/// the key of the one way whose tag matches.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 struct Bucket {
-    /// 0 = empty; else a hash-derived tag with the family in bit 0.
+    /// 0 = empty; else a hash-derived tag.
     tags: [u32; WAYS],
     values: [u32; WAYS],
 }
 
 /// A per-worker exact-match cache from (family, [`FlowKey`]) to a `u32`:
-/// 8-way set associative, random replacement (a cyclic scan of more flows
-/// than a set holds would miss every time under LRU).
+/// set associative, random replacement (a cyclic scan of more flows than a
+/// set holds would miss every time under LRU).
 pub struct FlowCache {
+    v4: Box<[Bucket4]>,
+    mask4: u32,
+    /// IPv6 buckets; `keys[b * WAYS + w]` is the key of way `w` of bucket `b`.
     buckets: Box<[Bucket]>,
-    /// `keys[b * WAYS + w]` is the key of way `w` of bucket `b`.
     keys: Box<[Words]>,
     mask: u32,
     /// Picks the way to evict (xorshift).
     rng: u32,
+    /// The `entries` it was made for.
+    entries: usize,
 }
 
-/// A probe in flight: the slot of the way whose tag matched, or none.
+/// A probe in flight: an IPv4 bucket (tagged with [`Probe::V4`]), the slot
+/// of the IPv6 way whose tag matched, or none.
 #[derive(Clone, Copy)]
 pub struct Probe(u32);
 
 impl Probe {
     const NONE: Probe = Probe(u32::MAX);
+    /// Marks an IPv4 bucket index (indices stay below 2^30).
+    const V4: u32 = 1 << 31;
 }
 
 impl Default for Probe {
@@ -57,32 +86,47 @@ impl Default for Probe {
 }
 
 impl FlowCache {
-    /// A cache of at least `entries` entries (rounded up to a power of two,
-    /// at least 8). Each entry costs 48 bytes.
+    /// A cache of at least `entries` entries per family (each rounded up to
+    /// a power of two of buckets, at least one). An IPv4 entry costs about
+    /// 21 bytes, an IPv6 one 48.
     pub fn new(entries: usize) -> FlowCache {
-        let buckets = Self::new_capacity(entries) / WAYS;
-        // Slots must fit a `Probe` below NONE.
-        assert!(buckets * WAYS <= 1 << 31, "flow cache of {entries} entries");
+        let (buckets4, buckets) = Self::buckets_for(entries);
+        // Slots and bucket indices must fit a `Probe` below its flags.
+        assert!(
+            buckets * WAYS <= 1 << 30 && buckets4 <= 1 << 30,
+            "flow cache of {entries} entries"
+        );
         FlowCache {
+            v4: vec![Bucket4::default(); buckets4].into_boxed_slice(),
+            mask4: buckets4 as u32 - 1,
             buckets: vec![Bucket::default(); buckets].into_boxed_slice(),
             keys: vec![Words::default(); buckets * WAYS].into_boxed_slice(),
             mask: buckets as u32 - 1,
             rng: 0x9e37_79b9,
+            entries,
         }
     }
 
-    /// The capacity [`FlowCache::new`] gives for `entries`.
-    pub fn new_capacity(entries: usize) -> usize {
-        entries.div_ceil(WAYS).max(1).next_power_of_two() * WAYS
+    /// IPv4 and IPv6 bucket counts for `entries`.
+    fn buckets_for(entries: usize) -> (usize, usize) {
+        let b = |ways: usize| entries.div_ceil(ways).max(1).next_power_of_two();
+        (b(WAYS4), b(WAYS))
     }
 
-    /// How many entries it holds at most.
-    pub fn capacity(&self) -> usize {
-        self.keys.len()
+    /// Whether it is what [`FlowCache::new`] makes for `entries` (so
+    /// clearing it gives the same cache as a new one).
+    pub fn made_for(&self, entries: usize) -> bool {
+        self.entries == entries
+    }
+
+    /// How many entries it holds at most: (IPv4, IPv6).
+    pub fn capacity(&self) -> (usize, usize) {
+        (self.v4.len() * WAYS4, self.keys.len())
     }
 
     /// Forgets every entry (the rules it cached answers of were replaced).
     pub fn clear(&mut self) {
+        self.v4.fill(Bucket4::default());
         self.buckets.fill(Bucket::default());
     }
 
@@ -104,32 +148,44 @@ impl FlowCache {
         (h >> 32) as u32 ^ h as u32
     }
 
-    /// Never 0, so 0 marks an empty way; bit 0 is the family, so an IPv4 key
-    /// never answers for an IPv6 key with the same bytes.
+    /// Never 0, so 0 marks an empty IPv6 way.
     #[inline(always)]
-    fn tag(hash: u32, is_v6: bool) -> u32 {
-        (hash | 2) & !1 | is_v6 as u32
+    fn tag(hash: u32) -> u32 {
+        hash | 1
+    }
+
+    #[inline(always)]
+    fn bucket4_index(&self, hash: u32) -> usize {
+        // The mask keeps the index in bounds.
+        (hash & self.mask4) as usize
     }
 
     #[inline(always)]
     fn bucket_index(&self, hash: u32) -> usize {
-        // The mask keeps the index in bounds.
         (hash & self.mask) as usize
     }
 
     /// Step 1 of a lookup, for a whole burst before step 2: hints the CPU to
     /// load the bucket `hash` maps to.
     #[inline(always)]
-    pub fn prefetch(&self, hash: u32) {
-        crate::dpdk::prefetch(&self.buckets[self.bucket_index(hash)]);
+    pub fn prefetch(&self, hash: u32, is_v6: bool) {
+        if is_v6 {
+            crate::dpdk::prefetch(&self.buckets[self.bucket_index(hash)]);
+        } else {
+            crate::dpdk::prefetch(&self.v4[self.bucket4_index(hash)]);
+        }
     }
 
-    /// Step 2: finds the way whose tag matches and hints the CPU to load its
-    /// key.
+    /// Step 2: for IPv6, finds the way whose tag matches and hints the CPU
+    /// to load its key; for IPv4 (whose bucket holds the keys) only names
+    /// the bucket, reading nothing.
     #[inline(always)]
     pub fn probe(&self, hash: u32, is_v6: bool) -> Probe {
+        if !is_v6 {
+            return Probe(Probe::V4 | self.bucket4_index(hash) as u32);
+        }
         let b = self.bucket_index(hash);
-        let hits = crate::dpdk::match_mask8(&self.buckets[b].tags, Self::tag(hash, is_v6));
+        let hits = crate::dpdk::match_mask8(&self.buckets[b].tags, Self::tag(hash));
         if hits == 0 {
             return Probe::NONE;
         }
@@ -138,17 +194,22 @@ impl FlowCache {
         Probe(slot as u32)
     }
 
-    /// Step 3: the value cached for `key`, if the probe's way holds it.
+    /// Step 3: the value cached for `key` (of the probe's family), if any.
     #[inline(always)]
     pub fn resolve<K: CacheKey>(&self, probe: Probe, key: &K) -> Option<u32> {
         if probe.0 == Probe::NONE.0 {
             return None;
         }
+        if probe.0 & Probe::V4 != 0 {
+            // The mask drops the family flag and keeps the index in bounds.
+            let b = &self.v4[(probe.0 & self.mask4) as usize];
+            let w = Self::way4(b, key.v4())?;
+            return Some(b.values[w]);
+        }
         let slot = probe.0 as usize;
         let (b, w) = (slot / WAYS, slot % WAYS);
-        // The matched way's tag carries the family in bit 0.
         let tag = self.buckets[b].tags[w];
-        let way = if key.matches(&self.keys[slot], tag & 1 == 1) {
+        let way = if key.matches_v6(&self.keys[slot]) {
             Some(w)
         } else {
             // Two keys of one bucket with the same tag (rare).
@@ -157,11 +218,23 @@ impl FlowCache {
         way.map(|w| self.buckets[b].values[w])
     }
 
-    /// The way of bucket `b` holding `key` under `tag`, if any.
+    /// The way of IPv4 bucket `b` holding `k`, if any: all three compared,
+    /// no branch per way.
+    #[inline(always)]
+    fn way4(b: &Bucket4, k: FlowKeyV4) -> Option<usize> {
+        let mut hits = 0u32;
+        for (w, s) in b.keys.iter().enumerate() {
+            hits |= u32::from((s[0] ^ k.head) | (s[1] ^ k.addrs) == 0) << w;
+        }
+        let hits = hits & b.used;
+        (hits != 0).then(|| hits.trailing_zeros() as usize)
+    }
+
+    /// The way of IPv6 bucket `b` holding `key` under `tag`, if any.
     #[inline]
     fn find<K: CacheKey>(&self, b: usize, tag: u32, key: &K) -> Option<usize> {
         let tags = &self.buckets[b].tags;
-        (0..WAYS).find(|&w| tags[w] == tag && key.matches(&self.keys[b * WAYS + w], tag & 1 == 1))
+        (0..WAYS).find(|&w| tags[w] == tag && key.matches_v6(&self.keys[b * WAYS + w]))
     }
 
     /// The value cached for `key` (hashed to `hash` by the caller, the same
@@ -171,54 +244,66 @@ impl FlowCache {
         self.resolve(self.probe(hash, is_v6), key)
     }
 
+    /// A way to evict (xorshift), below `ways`.
+    #[inline]
+    fn victim(&mut self, ways: usize) -> usize {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 17;
+        self.rng ^= self.rng << 5;
+        self.rng as usize % ways
+    }
+
     /// Caches `value` for `key`: in place if the key is there, else in an
     /// empty way, else over a randomly chosen way.
     #[inline]
     pub fn insert(&mut self, hash: u32, key: &FlowKey, is_v6: bool, value: u32) {
+        if !is_v6 {
+            return self.insert4(hash, FlowKeyV4::of(key), value);
+        }
         let b = self.bucket_index(hash);
-        let t = Self::tag(hash, is_v6);
+        let t = Self::tag(hash);
         let way = match self.find(b, t, key) {
             Some(w) => w,
             None => match self.buckets[b].tags.iter().position(|&x| x == 0) {
                 Some(w) => w,
-                None => {
-                    self.rng ^= self.rng << 13;
-                    self.rng ^= self.rng >> 17;
-                    self.rng ^= self.rng << 5;
-                    self.rng as usize % WAYS
-                }
+                None => self.victim(WAYS),
             },
         };
         let bucket = &mut self.buckets[b];
         bucket.tags[way] = t;
         bucket.values[way] = value;
-        self.keys[b * WAYS + way] = Words::of(key, is_v6);
+        self.keys[b * WAYS + way] = Words::v6(key);
+    }
+
+    fn insert4(&mut self, hash: u32, k: FlowKeyV4, value: u32) {
+        let b = self.bucket4_index(hash);
+        let way = match Self::way4(&self.v4[b], k) {
+            Some(w) => w,
+            None => match (!self.v4[b].used & ((1 << WAYS4) - 1)).trailing_zeros() as usize {
+                w if w < WAYS4 => w,
+                _ => self.victim(WAYS4),
+            },
+        };
+        let bucket = &mut self.v4[b];
+        bucket.keys[way] = [k.head, k.addrs];
+        bucket.values[way] = value;
+        bucket.used |= 1 << way;
     }
 }
 
-/// A cached key as the 64-bit words its family's classification reads:
-/// for IPv4 the two of [`FlowKeyV4`] (the rest zero), for IPv6 the first 8
-/// bytes and both whole addresses. Comparing words instead of `FlowKey`s
-/// (whose derived `==` goes field by field and calls `bcmp` for the
-/// addresses) makes an IPv4 compare two loads.
+/// A cached IPv6 key as the five 64-bit words its classification reads:
+/// the first 8 bytes and both whole addresses. Comparing words instead of
+/// `FlowKey`s (whose derived `==` goes field by field and calls `bcmp` for
+/// the addresses) makes the compare five loads.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct Words([u64; 5]);
 
 impl Words {
     #[inline(always)]
-    fn v4(k: FlowKeyV4) -> Words {
-        Words([k.head, k.addrs, 0, 0, 0])
-    }
-
-    #[inline(always)]
-    fn of(k: &FlowKey, is_v6: bool) -> Words {
-        let v4 = FlowKeyV4::of(k);
-        if !is_v6 {
-            return Words::v4(v4);
-        }
+    fn v6(k: &FlowKey) -> Words {
         let half = |x: &[u8; 16], i: usize| u64::from_ne_bytes(x[i..i + 8].try_into().unwrap());
         Words([
-            v4.head,
+            FlowKeyV4::of(k).head,
             half(&k.src, 0),
             half(&k.src, 8),
             half(&k.dst, 0),
@@ -230,19 +315,21 @@ impl Words {
 /// A key the cache can look up: a whole [`FlowKey`], or the two words of
 /// an IPv4 one ([`FlowKeyV4`], built by the fast lane without a `Meta`).
 pub trait CacheKey {
-    /// Whether `self` is the key `stored` (cached under the family `is_v6`;
-    /// the caller found the way by a tag that carries the family, so the
-    /// families already match).
-    fn matches(&self, stored: &Words, is_v6: bool) -> bool;
+    /// The key's IPv4 form (what an IPv4 bucket compares).
+    fn v4(&self) -> FlowKeyV4;
+    /// Whether `self` is the IPv6 key `stored`.
+    fn matches_v6(&self, stored: &Words) -> bool;
 }
 
 impl CacheKey for FlowKey {
     #[inline(always)]
-    fn matches(&self, stored: &Words, is_v6: bool) -> bool {
-        if !is_v6 {
-            return FlowKeyV4::of(self).matches(stored, false);
-        }
-        let w = Words::of(self, true);
+    fn v4(&self) -> FlowKeyV4 {
+        FlowKeyV4::of(self)
+    }
+
+    #[inline(always)]
+    fn matches_v6(&self, stored: &Words) -> bool {
+        let w = Words::v6(self);
         w.0.iter()
             .zip(&stored.0)
             .fold(0, |acc, (p, q)| acc | (p ^ q))
@@ -251,18 +338,26 @@ impl CacheKey for FlowKey {
 }
 
 impl CacheKey for FlowKeyV4 {
-    /// Only ever an IPv4 key: looked up under the IPv4 tag, so the way is an
-    /// IPv4 one and `is_v6` need not be read.
     #[inline(always)]
-    fn matches(&self, stored: &Words, _is_v6: bool) -> bool {
-        (stored.0[0] ^ self.head) | (stored.0[1] ^ self.addrs) == 0
+    fn v4(&self) -> FlowKeyV4 {
+        *self
+    }
+
+    /// Never: an IPv4 key is looked up under its own family only.
+    #[inline(always)]
+    fn matches_v6(&self, _stored: &Words) -> bool {
+        false
     }
 }
 
 /// Key equality for a family, over the bytes its classification reads.
 #[cfg(test)]
 fn same_key(a: &FlowKey, b: &FlowKey, is_v6: bool) -> bool {
-    a.matches(&Words::of(b, is_v6), is_v6)
+    if is_v6 {
+        a.matches_v6(&Words::v6(b))
+    } else {
+        a.v4() == b.v4()
+    }
 }
 
 #[cfg(test)]
@@ -285,9 +380,12 @@ mod tests {
     #[test]
     fn bucket_is_one_line() {
         assert_eq!(std::mem::size_of::<Bucket>(), 64);
-        assert_eq!(FlowCache::new(1).capacity(), 8);
-        assert_eq!(FlowCache::new(8192).capacity(), 8192);
-        assert_eq!(FlowCache::new(8193).capacity(), 16384);
+        assert_eq!(std::mem::size_of::<Bucket4>(), 64);
+        assert_eq!(FlowCache::new(1).capacity(), (3, 8));
+        assert_eq!(FlowCache::new(8192).capacity(), (4096 * 3, 8192));
+        assert_eq!(FlowCache::new(8193).capacity(), (4096 * 3, 16384));
+        assert_eq!(FlowCache::new(12289).capacity(), (8192 * 3, 16384));
+        assert!(FlowCache::new(100).made_for(100) && !FlowCache::new(100).made_for(101));
     }
 
     #[test]
@@ -366,19 +464,23 @@ mod tests {
 
     #[test]
     fn a_full_bucket_evicts_one_way() {
-        let mut c = FlowCache::new(8); // one bucket: every key collides
-        for n in 0..8 {
-            c.insert(n, &key(n), false, n);
+        for (v6, ways) in [(false, WAYS4 as u32), (true, WAYS as u32)] {
+            // Hashes that are multiples of 64 share a bucket in both families.
+            let mut c = FlowCache::new(64);
+            let h = |n: u32| n << 6;
+            for n in 0..ways {
+                c.insert(h(n), &key(n), v6, n);
+            }
+            for n in 0..ways {
+                assert_eq!(c.get(h(n), &key(n), v6), Some(n), "v6 {v6}");
+            }
+            c.insert(h(ways), &key(ways), v6, ways);
+            assert_eq!(c.get(h(ways), &key(ways), v6), Some(ways));
+            let kept = (0..ways)
+                .filter(|&n| c.get(h(n), &key(n), v6) == Some(n))
+                .count();
+            assert_eq!(kept, ways as usize - 1, "exactly one way evicted, v6 {v6}");
         }
-        for n in 0..8 {
-            assert_eq!(c.get(n, &key(n), false), Some(n));
-        }
-        c.insert(8, &key(8), false, 8);
-        assert_eq!(c.get(8, &key(8), false), Some(8));
-        let kept = (0..8)
-            .filter(|&n| c.get(n, &key(n), false) == Some(n))
-            .count();
-        assert_eq!(kept, 7, "exactly one way evicted");
     }
 
     #[test]

@@ -891,6 +891,8 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
              source = \"10.1.0.1\"\nfragments = \"three_tuple\"\n{b}\n\
              [[lb.service]]\nname = \"notrack\"\nvip = \"198.18.0.40\"\nproto = \"udp\"\n\
              source = \"10.1.0.1\"\nconntrack = false\ndf = \"set\"\n{b}\n\
+             [[lb.service]]\nname = \"drained\"\nvip = \"198.18.0.50\"\nproto = \"udp\"\n\
+             source = \"10.1.0.1\"\n{none}\n\
              [[lb.service]]\nname = \"dsr\"\nvip = \"198.18.0.20\"\nproto = \"udp\"\n\
              method = \"dsr\"\n[[lb.service.backend]]\naddress = \"10.1.0.50\"\n\
              mac = \"02:00:00:00:50:50\"\n\n\
@@ -898,6 +900,7 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
              source = \"2001:db8:d::1\"\n[[lb.service.backend]]\naddress = \"2001:db8:e::1\"\n",
             web = web("", &backends(n, |i| u32::from(i % drain != 0))),
             b = backends(n, |_| 1),
+            none = backends(3, |_| 0),
         )
     };
     // The reload removes backends and drains some that had flows.
@@ -919,7 +922,7 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
         for _ in 0..rng.gen_range(1..=32) {
             // Few clients, so flows come back, are tracked, expire.
             let (c, p) = client(rng.gen_range(0..120));
-            let mut f = match rng.gen_range(0..12) {
+            let mut f = match rng.gen_range(0..13) {
                 0..=2 => {
                     let flags = [0x02, 0x10, 0x11, 0x04][rng.gen_range(0..4)];
                     tcp(c, p, VIP, 80, flags, rng.gen_range(0..64))
@@ -963,6 +966,8 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
                     f
                 }
                 10 => tcp(c, p, [10, 2, 0, 9], 22, 0x02, 0),
+                // Every backend drained: no backend for a new flow.
+                11 => udp(c, p, [198, 18, 0, 50], 53),
                 _ => {
                     let mut f = tcp(c, p, VIP, 80, 0x10, 4);
                     f.truncate(rng.gen_range(14..f.len()));
@@ -986,9 +991,15 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
         assert_eq!(x.sent, y.sent, "burst {burst}");
         assert_eq!(x.dropped, y.dropped, "burst {burst}");
     }
-    for s in ["web", "frag3", "notrack", "dsr", "v6"] {
+    for s in ["web", "frag3", "notrack", "drained", "dsr", "v6"] {
         assert_eq!(a.counters(s), b.counters(s), "{s}");
     }
+    assert!(
+        a.counters("drained")["counters"]["no_backend"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     let web = &a.counters("web")["counters"];
     for c in [
         "tracked",

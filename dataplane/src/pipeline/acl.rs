@@ -42,7 +42,8 @@ impl StageOps for AclStage {
             lane.early || lane.plain == 0,
             "lane keys need an early lane"
         );
-        self.process_keyed(pkts.len(), meta, lane.plain, &lane.keys);
+        let denied = self.process_keyed(pkts.len(), meta, lane.plain, &lane.keys);
+        lane.take_decided(denied, meta);
     }
 
     fn rebind(&mut self, set: &TableSet, worker: usize) {
@@ -106,15 +107,18 @@ impl AclStage {
         self.counters.clone()
     }
 
-    /// Counts a classification result (into `run`) and applies its action.
+    /// Counts a classification result (into `run`) and applies its action:
+    /// whether it denied (as a bit, 0 or 1).
     #[inline(always)]
-    fn apply(&self, rule: u32, verdict: &mut Verdict, run: &mut HitRun) {
+    fn apply(&self, rule: u32, verdict: &mut Verdict, run: &mut HitRun) -> u32 {
         // A rule index, or NONE (u32::MAX): the default's slot.
         let slot = (rule as usize).min(self.deny.len() - 1);
         run.count(slot, &self.counters.rules);
-        if self.deny[slot] {
+        let deny = self.deny[slot];
+        if deny {
             *verdict = Verdict::Drop(DropReason::AclDeny);
         }
+        u32::from(deny)
     }
 
     /// Classifies the first `len` packets of the burst.
@@ -123,11 +127,13 @@ impl AclStage {
         self.process_keyed(len, meta, 0, &NO_V4_KEYS);
     }
 
-    /// [`AclStage::process`] for the fused pass: the packets whose bit is set
-    /// in `v4` are plain IPv4 whose key is `v4_keys[slot]` (their `Meta`
-    /// holds only `verdict`); the others are classified from their `Meta`
-    /// as in `process`. Same verdicts, counters and cache contents as
-    /// `process` over fully parsed metadata (test `tests/fused_route.rs`).
+    /// [`AclStage::process`] for the lane: the packets whose bit is set in
+    /// `v4` are plain IPv4 whose key is `v4_keys[slot]` (undecided, their
+    /// `Meta` unwritten); the others are classified from their `Meta` as
+    /// in `process`. Same verdicts, counters and cache contents as
+    /// `process` over fully parsed metadata (test `tests/lane.rs`). Returns
+    /// the plain packets it denied (their verdict written into `Meta`, to
+    /// be taken off the lane).
     #[inline]
     pub fn process_keyed(
         &mut self,
@@ -135,10 +141,12 @@ impl AclStage {
         meta: &mut MetaBurst,
         v4: u32,
         v4_keys: &[FlowKeyV4; BURST_SIZE],
-    ) {
+    ) -> u32 {
         let plain = |i: usize| v4 & (1 << i) != 0;
-        if len > 0 && v4 == u32::MAX >> (32 - len) && self.process_all_plain(len, meta, v4_keys) {
-            return;
+        if len > 0 && v4 == u32::MAX >> (32 - len) {
+            if let Some(denied) = self.process_all_plain(len, meta, v4_keys) {
+                return denied;
+            }
         }
         // The packets to classify: positions, families and cache hashes.
         let mut c = Candidates::new();
@@ -165,9 +173,10 @@ impl AclStage {
             c.push(i, v6, hash);
         }
         if c.n == 0 {
-            return;
+            return 0;
         }
         let mut run = HitRun::default();
+        let mut denied = 0u32;
         if let Some(cache) = &self.cache {
             let n = c.n;
             let mut probe = [Probe::default(); BURST_SIZE];
@@ -185,31 +194,30 @@ impl AclStage {
                     cache.resolve(p, &m.key)
                 };
                 match hit {
-                    Some(rule) => self.apply(rule, &mut m.verdict, &mut run),
+                    Some(rule) => denied |= self.apply(rule, &mut m.verdict, &mut run) << i,
                     None => c.keep(j),
                 }
             }
             self.counters.cache_hits.add((n - c.n) as u64);
             self.counters.cache_misses.add(c.n as u64);
         }
-        self.classify_misses(&c, meta, v4, v4_keys, &mut run);
+        denied |= self.classify_misses(&c, meta, v4, v4_keys, &mut run);
         run.flush(&self.counters.rules);
+        denied & v4
     }
 
     /// `process_keyed` for the common case of a burst of nothing but plain
     /// IPv4 packets, with a cache: the same steps without picking packets
-    /// (slot = candidate) or telling families apart. False, having done
-    /// nothing, when there is no cache.
+    /// (slot = candidate) or telling families apart; the packets it denied.
+    /// `None`, having done nothing, when there is no cache.
     #[inline(always)]
     fn process_all_plain(
         &mut self,
         len: usize,
         meta: &mut MetaBurst,
         v4_keys: &[FlowKeyV4; BURST_SIZE],
-    ) -> bool {
-        let Some(cache) = &self.cache else {
-            return false;
-        };
+    ) -> Option<u32> {
+        let cache = self.cache.as_ref()?;
         let mut hash = [0u32; BURST_SIZE];
         for (h, &k) in hash[..len].iter_mut().zip(v4_keys) {
             *h = FlowCache::hash_v4(k);
@@ -221,21 +229,22 @@ impl AclStage {
         }
         let mut c = Candidates::new();
         let mut run = HitRun::default();
+        let mut denied = 0u32;
         for i in 0..len {
             match cache.resolve(probe[i], &v4_keys[i]) {
-                Some(rule) => self.apply(rule, &mut meta[i].verdict, &mut run),
+                Some(rule) => denied |= self.apply(rule, &mut meta[i].verdict, &mut run) << i,
                 None => c.push(i, false, hash[i]),
             }
         }
         self.counters.cache_hits.add((len - c.n) as u64);
         self.counters.cache_misses.add(c.n as u64);
-        self.classify_misses(&c, meta, u32::MAX, v4_keys, &mut run);
+        denied |= self.classify_misses(&c, meta, u32::MAX, v4_keys, &mut run);
         run.flush(&self.counters.rules);
-        true
+        Some(denied)
     }
 
     /// Classifies the candidates with rte_acl (one call for both families),
-    /// caches and applies the answers.
+    /// caches and applies the answers; the slots it denied.
     #[inline(always)]
     fn classify_misses(
         &mut self,
@@ -244,10 +253,10 @@ impl AclStage {
         v4: u32,
         v4_keys: &[FlowKeyV4; BURST_SIZE],
         run: &mut HitRun,
-    ) {
+    ) -> u32 {
         let misses = c.n;
         if misses == 0 {
-            return;
+            return 0;
         }
         // rte_acl classifies from the metadata: plain packets that missed
         // get their key written there (the rest of their `Meta` stays unset;
@@ -263,13 +272,16 @@ impl AclStage {
             std::array::from_fn(|j| &meta[c.idx[j.min(misses - 1)] as usize].key);
         self.table
             .classify_bulk(&keys[..misses], &c.v6[..misses], &mut res[..misses]);
-        for j in 0..misses {
-            let m = &mut meta[c.idx[j] as usize];
+        let mut denied = 0u32;
+        for (j, &rule) in res[..misses].iter().enumerate() {
+            let i = usize::from(c.idx[j]);
+            let m = &mut meta[i];
             if let Some(cache) = &mut self.cache {
-                cache.insert(c.hash[j], &m.key, c.v6[j], res[j]);
+                cache.insert(c.hash[j], &m.key, c.v6[j], rule);
             }
-            self.apply(res[j], &mut m.verdict, run);
+            denied |= self.apply(rule, &mut m.verdict, run) << i;
         }
+        denied
     }
 }
 

@@ -15,13 +15,16 @@
 //! the packet is an ordinary one: so a stage that knows nothing of the lane
 //! still sees every packet exactly as on the stage-by-stage path.
 //!
-//! Whether a plain packet's `Meta` holds its `verdict` and `in_port` depends
-//! on the pipeline: when some stage runs between the sweep and the stage
-//! that forwards (`early`), the sweep writes them for every packet, because
-//! such a stage may decide (an ACL deny writes `Drop` there); when the
-//! forwarder comes first, nothing reads them before it and they are left
-//! unwritten (`early == false`), and a plain packet's verdict is `Continue`
-//! by definition until a stage writes it.
+//! A plain packet is undecided: its `Meta` holds nothing, not even its
+//! `verdict` and `in_port` (a plain packet's verdict is `Continue` by
+//! definition). A stage that decides one (an ACL deny, a load balancer
+//! without a backend) takes it off the lane with [`Lane::decide`], which
+//! writes those two; every stage reads a packet's verdict before anything
+//! else in its `Meta`, so a decided packet's other fields are never read.
+//! So the stage that forwards knows that every packet still on the lane is
+//! undecided without reading a `Meta`. When some stage runs between the
+//! sweep and the forwarder (`early`), the sweep also writes each plain
+//! packet's flow key, which such a stage reads.
 use super::parse::{FastV4, Parse};
 use super::{FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
@@ -34,8 +37,8 @@ pub struct Lane {
     pub in_port: u16,
     /// Bit `i`: slot `i` is a plain packet whose `Meta` the parse did not fill.
     pub plain: u32,
-    /// Plain packets' `Meta` holds `verdict` and `in_port` (see the module
-    /// doc); when false, they hold neither.
+    /// A stage runs between the sweep and the forwarder: the sweep writes
+    /// plain packets' flow keys (see the module doc).
     pub early: bool,
     /// Plain packets' addresses (host order), by slot: two arrays, so a
     /// lookup can read the destinations as they are.
@@ -123,9 +126,11 @@ impl Lane {
         let in_port = self.in_port;
         let mut plain = 0u32;
         for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
-            if EARLY {
+            // Only checked builds write a plain packet's verdict: the
+            // forwarder asserts that no stage changed it without taking
+            // the packet off the lane.
+            if cfg!(debug_assertions) {
                 m.verdict = Verdict::Continue;
-                m.in_port = in_port;
             }
             let Some(pkt) = pkts.get_mut(i) else {
                 m.verdict = Verdict::Continue;
@@ -136,10 +141,8 @@ impl Lane {
                 plain |= 1 << i;
                 continue;
             }
-            if !EARLY {
-                m.verdict = Verdict::Continue;
-                m.in_port = in_port;
-            }
+            m.verdict = Verdict::Continue;
+            m.in_port = in_port;
             let len = pkt.pkt_len();
             match parse.parse_packet(pkt, m) {
                 Err(reason) => m.verdict = Verdict::Drop(reason),
@@ -194,14 +197,77 @@ impl Lane {
     #[inline(never)]
     pub fn materialize_meta<P: PacketBuf>(&mut self, pkt: &P, m: &mut Meta, i: usize) {
         let parse = self.parse;
-        if !self.early {
-            m.verdict = Verdict::Continue;
-            m.in_port = self.in_port;
-        }
+        m.verdict = Verdict::Continue;
+        m.in_port = self.in_port;
         if let Err(reason) = parse.parse_one(pkt.data(), m) {
             m.verdict = Verdict::Drop(reason);
         }
         self.plain &= !(1 << i);
+    }
+
+    /// Decides plain packet `i` (its `Meta` is `m`): writes `verdict` and
+    /// the input port there and takes it off the lane. Nothing else of its
+    /// `Meta` is written (see the module doc).
+    #[inline(always)]
+    pub fn decide(&mut self, m: &mut Meta, i: usize, verdict: Verdict) {
+        m.verdict = verdict;
+        m.in_port = self.in_port;
+        self.plain &= !(1 << i);
+    }
+
+    /// Writes packet `i`'s verdict: through [`Lane::decide`] if it is
+    /// plain, else into its `Meta` alone.
+    #[inline(always)]
+    pub fn set_verdict(&mut self, m: &mut Meta, i: usize, verdict: Verdict) {
+        if self.is_plain(i) {
+            self.decide(m, i, verdict);
+        } else {
+            m.verdict = verdict;
+        }
+    }
+
+    /// Takes the plain packets of `decided` off the lane, each with the
+    /// verdict its stage wrote into its `Meta` ([`Lane::decide`]).
+    #[inline]
+    pub fn take_decided(&mut self, decided: u32, meta: &mut MetaBurst) {
+        let mut rest = decided & self.plain;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize % BURST_SIZE;
+            rest &= rest - 1;
+            let v = meta[i].verdict;
+            self.decide(&mut meta[i], i, v);
+        }
+    }
+
+    /// Writes `Continue` and the input port for the packets still on the
+    /// lane and empties it: after the last stage, when no forwarder took
+    /// them, so that dispatch reads a verdict for every packet.
+    #[cold]
+    pub fn undecided_to_meta(&mut self, meta: &mut MetaBurst) {
+        let mut rest = self.plain;
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize % BURST_SIZE;
+            rest &= rest - 1;
+            self.decide(&mut meta[i], i, Verdict::Continue);
+        }
+    }
+
+    /// Checked builds: every packet on the lane still has the verdict the
+    /// sweep wrote, i.e. no stage decided one without [`Lane::decide`].
+    #[inline(always)]
+    pub fn debug_check_undecided(&self, meta: &MetaBurst) {
+        if cfg!(debug_assertions) {
+            let mut rest = self.plain;
+            while rest != 0 {
+                let i = rest.trailing_zeros() as usize % BURST_SIZE;
+                rest &= rest - 1;
+                assert_eq!(
+                    meta[i].verdict,
+                    Verdict::Continue,
+                    "slot {i} decided but left on the lane"
+                );
+            }
+        }
     }
 
     /// Takes every plain packet off the lane (a stage that reads only `Meta`).

@@ -83,8 +83,9 @@ pub trait StageOps {
     fn name(&self) -> &'static str;
 
     /// Decides the packets of a burst: plain ones from `lane` (see
-    /// [`lane`]; [`Lane::materialize`] gives one its full `Meta`), the
-    /// others from `Meta`. `tx` takes the packets a forwarding stage's fast
+    /// [`lane`]; [`Lane::materialize`] gives one its full `Meta`, and
+    /// [`Lane::decide`] takes a decided one off the lane), the others from
+    /// `Meta`. `tx` takes the packets a forwarding stage's fast
     /// path rewrote when this is the last stage (else it marks verdicts).
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
@@ -415,6 +416,11 @@ impl Pipeline {
                 ctx.counters.stage_cycles[k].add(t2 - t);
                 t = t2;
             }
+        }
+        // No forwarder took what is left on the lane (a stage list without
+        // one): dispatch reads every packet's verdict from its `Meta`.
+        if self.lane.plain != 0 {
+            self.lane.undecided_to_meta(meta);
         }
     }
 }

@@ -238,7 +238,7 @@ impl LbState {
             FragPolicy::ThreeTuple => (0, 0),
             FragPolicy::Drop if frag => {
                 self.counters.services[si].fragments.add(1);
-                m.verdict = Verdict::Drop(DropReason::LbFragment);
+                lane.decide(m, i, Verdict::Drop(DropReason::LbFragment));
                 return;
             }
             FragPolicy::Drop => (sport, dport),
@@ -261,7 +261,7 @@ impl LbState {
             closing,
         };
         let Some(b) = self.choose(t, si, &flow, ctx.now) else {
-            m.verdict = Verdict::Drop(DropReason::LbNoBackend);
+            lane.decide(m, i, Verdict::Drop(DropReason::LbNoBackend));
             return;
         };
         self.send(t, p, m, lane, i, si, b, &flow, true, ctx);
@@ -474,7 +474,7 @@ impl LbState {
         let v6 = !plain && m.l3 == L3::Ipv6;
         let data = p.data();
         let Some(len) = l3_len(data, l3, v6) else {
-            m.verdict = Verdict::Drop(DropReason::Truncated);
+            lane.set_verdict(m, i, Verdict::Drop(DropReason::Truncated));
             return;
         };
         if len > usize::from(be.inner_mtu) {
@@ -497,11 +497,7 @@ impl LbState {
             (Method::Dsr, _) => {
                 let d = p.data_mut();
                 d[..12].copy_from_slice(&be.dsr_l2);
-                if plain {
-                    lane.plain &= !(1 << i);
-                    // Its `Meta` is never read again but for the verdict.
-                }
-                m.verdict = Verdict::Tx(be.dsr_port);
+                lane.set_verdict(m, i, Verdict::Tx(be.dsr_port));
             }
             (
                 Method::Ipip {
@@ -511,7 +507,7 @@ impl LbState {
             ) => {
                 let (src, dst) = (u32::from(src), u32::from(dst));
                 if !encap_v4(p, l3, &be.outer_v4, s.df, flow.hash as u16) {
-                    m.verdict = Verdict::Drop(DropReason::TooBig);
+                    lane.set_verdict(m, i, Verdict::Drop(DropReason::TooBig));
                     return;
                 }
                 if plain {
@@ -534,13 +530,13 @@ impl LbState {
                 IpAddr::V6(dst),
             ) => {
                 if !encap_v6(p, l3, src, dst, flow.hash) {
-                    m.verdict = Verdict::Drop(DropReason::TooBig);
+                    lane.set_verdict(m, i, Verdict::Drop(DropReason::TooBig));
                     return;
                 }
                 reparse(p, m, lane);
             }
             // The config refuses mixed families.
-            _ => m.verdict = Verdict::Drop(DropReason::Unsupported),
+            _ => lane.set_verdict(m, i, Verdict::Drop(DropReason::Unsupported)),
         }
     }
 }

@@ -112,14 +112,11 @@ impl LbState {
     ) -> (u32, u32, u32) {
         let (mut fast, mut tracked, mut others) = (0u32, 0u32, 0u32);
         for (i, m) in meta[..n].iter().enumerate() {
-            // Plain packets' verdicts are in `Meta` too: `lb` never comes
-            // right after the sweep and is not the forwarder (see `lane`).
-            if m.verdict != Verdict::Continue {
-                continue;
-            }
             let bit = 1u32 << i;
+            // A plain packet is undecided (see `lane`); the others say so
+            // in their `Meta`.
             if lane.plain & bit == 0 {
-                if matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
+                if m.verdict == Verdict::Continue && matches!(m.l3, L3::Ipv4 | L3::Ipv6) {
                     others |= bit;
                 }
                 continue;
@@ -223,7 +220,7 @@ impl LbState {
                 match chosen.and_then(|id| t.backend4(id).map(|b| (id, b))) {
                     Some(c) => c,
                     None => {
-                        m.verdict = Verdict::Drop(DropReason::LbNoBackend);
+                        lane.set_verdict(m, i, Verdict::Drop(DropReason::LbNoBackend));
                         return;
                     }
                 }
@@ -240,7 +237,7 @@ impl LbState {
         }
         self.counters.backend_packets[id as usize].add(1);
         if !encap_v4_plain(p, be, s.df, hash as u16) {
-            m.verdict = Verdict::Drop(DropReason::TooBig);
+            lane.set_verdict(m, i, Verdict::Drop(DropReason::TooBig));
             return;
         }
         // Still plain: the outer header is untagged IPv4 without options;

@@ -131,14 +131,12 @@ impl RouteStage {
         let plain = lane.plain;
         let mut look = Lookups::new();
         let mut fast = 0u32;
-        // Undecided: with an early lane a stage before this one may have
-        // decided some (an ACL deny); without, plain packets are undecided
-        // by definition (see `lane`).
-        if plain == mask_below(n)
-            && (!lane.early || meta[..n].iter().all(|m| m.verdict == Verdict::Continue))
-        {
-            // Every packet plain and undecided (the common burst, also after
-            // an ACL that let it all through): with no martian among them,
+        // A packet still on the lane is undecided (a stage that decided
+        // one took it off: see `lane`).
+        lane.debug_check_undecided(meta);
+        if plain == mask_below(n) {
+            // Every packet plain (the common burst, also after an ACL that
+            // let it all through): with no martian among them,
             // the lane's destinations are the lookup's addresses as they
             // stand, in slot order.
             let martians = (0..n).fold(0u32, |m, i| {
@@ -158,7 +156,7 @@ impl RouteStage {
             for (i, m) in meta[..n].iter_mut().enumerate() {
                 if plain & (1 << i) == 0 {
                     look.classify(r, pkts, m, i, ctx);
-                } else if !lane.early || m.verdict == Verdict::Continue {
+                } else {
                     fast |= look.push_plain_v4(lane.v4(i), m, i);
                 }
             }
@@ -172,9 +170,9 @@ impl RouteStage {
     }
 
     /// The lookups and forwarding: `fast` marks the plain IPv4 packets
-    /// whose `Meta` was not filled (when the lane is not `early`, not even
-    /// its `verdict` and `in_port`: a packet forwarded here never gets
-    /// them, [`forward_v4_general`] writes them for the others).
+    /// whose `Meta` was not filled (not even its `verdict` and `in_port`:
+    /// a packet forwarded here never gets them, [`forward_v4_general`]
+    /// writes them for the others).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn forward_fused<P: PacketBuf, F: FastTx<P>>(

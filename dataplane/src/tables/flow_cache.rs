@@ -10,7 +10,11 @@
 //!
 //! The two families live apart. An IPv4 key is 16 bytes ([`FlowKeyV4`]),
 //! so three of them, their values and the bucket's occupancy fill one line:
-//! a lookup reads that one line and compares the keys themselves. An IPv6
+//! a lookup reads that one line and compares the keys themselves. Three
+//! ways alone would let a few crowded buckets thrash (and each miss costs
+//! a classification), so a full bucket spills into its partner (the other
+//! line of its 128-byte pair) and says so: only a lookup that misses in a
+//! bucket that spilled reads the second line. An IPv6
 //! key is 40 bytes: its buckets hold eight tags and values in one line, the
 //! keys lie beside them, and a lookup reads the tags, then the one key whose
 //! tag matches.
@@ -38,9 +42,13 @@ struct Bucket4 {
     keys: [[u64; 2]; WAYS4],
     values: [u32; WAYS4],
     /// Bit `w`: way `w` holds an entry (every key value is a valid key, so
-    /// none can mark an empty way).
+    /// none can mark an empty way); [`SPILLED`]: an insert found this bucket
+    /// full and put its key into the partner bucket.
     used: u32,
 }
+
+/// [`Bucket4::used`]'s flag: look in the partner bucket too.
+const SPILLED: u32 = 1 << WAYS4;
 
 /// The tags and values of one IPv6 bucket: a lookup reads this line, then
 /// the key of the one way whose tag matches.
@@ -202,9 +210,15 @@ impl FlowCache {
         }
         if probe.0 & Probe::V4 != 0 {
             // The mask drops the family flag and keeps the index in bounds.
-            let b = &self.v4[(probe.0 & self.mask4) as usize];
-            let w = Self::way4(b, key.v4())?;
-            return Some(b.values[w]);
+            let at = (probe.0 & self.mask4) as usize;
+            let (b, k) = (&self.v4[at], key.v4());
+            if let Some(w) = Self::way4(b, k) {
+                return Some(b.values[w]);
+            }
+            if b.used & SPILLED == 0 {
+                return None;
+            }
+            return self.spilled4(at, k);
         }
         let slot = probe.0 as usize;
         let (b, w) = (slot / WAYS, slot % WAYS);
@@ -228,6 +242,28 @@ impl FlowCache {
         }
         let hits = hits & b.used;
         (hits != 0).then(|| hits.trailing_zeros() as usize)
+    }
+
+    /// The value of `k` in the partner of IPv4 bucket `at`, if any.
+    #[cold]
+    #[inline(never)]
+    fn spilled4(&self, at: usize, k: FlowKeyV4) -> Option<u32> {
+        let b = &self.v4[self.partner4(at)];
+        Self::way4(b, k).map(|w| b.values[w])
+    }
+
+    /// The other bucket of `at`'s 128-byte pair (itself when there is only
+    /// one bucket).
+    #[inline(always)]
+    fn partner4(&self, at: usize) -> usize {
+        (at ^ 1) & self.mask4 as usize
+    }
+
+    /// A free way of IPv4 bucket `b`, if any.
+    #[inline(always)]
+    fn free4(b: &Bucket4) -> Option<usize> {
+        let w = (!b.used & ((1 << WAYS4) - 1)).trailing_zeros() as usize;
+        (w < WAYS4).then_some(w)
     }
 
     /// The way of IPv6 bucket `b` holding `key` under `tag`, if any.
@@ -275,14 +311,25 @@ impl FlowCache {
         self.keys[b * WAYS + way] = Words::v6(key);
     }
 
+    /// [`FlowCache::insert`] of an IPv4 key: where it is (its bucket or,
+    /// if that spilled, the partner), else a free way of its bucket, else
+    /// of the partner (the bucket marked as spilled), else over a random
+    /// way of its bucket.
     fn insert4(&mut self, hash: u32, k: FlowKeyV4, value: u32) {
-        let b = self.bucket4_index(hash);
-        let way = match Self::way4(&self.v4[b], k) {
-            Some(w) => w,
-            None => match (!self.v4[b].used & ((1 << WAYS4) - 1)).trailing_zeros() as usize {
-                w if w < WAYS4 => w,
-                _ => self.victim(WAYS4),
-            },
+        let at = self.bucket4_index(hash);
+        let partner = self.partner4(at);
+        let spilled = self.v4[at].used & SPILLED != 0;
+        let (b, way) = if let Some(w) = Self::way4(&self.v4[at], k) {
+            (at, w)
+        } else if let Some(w) = Self::way4(&self.v4[partner], k).filter(|_| spilled) {
+            (partner, w)
+        } else if let Some(w) = Self::free4(&self.v4[at]) {
+            (at, w)
+        } else if let Some(w) = Self::free4(&self.v4[partner]).filter(|_| partner != at) {
+            self.v4[at].used |= SPILLED;
+            (partner, w)
+        } else {
+            (at, self.victim(WAYS4))
         };
         let bucket = &mut self.v4[b];
         bucket.keys[way] = [k.head, k.addrs];
@@ -464,7 +511,8 @@ mod tests {
 
     #[test]
     fn a_full_bucket_evicts_one_way() {
-        for (v6, ways) in [(false, WAYS4 as u32), (true, WAYS as u32)] {
+        // IPv4: a bucket and the partner it spills into.
+        for (v6, ways) in [(false, 2 * WAYS4 as u32), (true, WAYS as u32)] {
             // Hashes that are multiples of 64 share a bucket in both families.
             let mut c = FlowCache::new(64);
             let h = |n: u32| n << 6;

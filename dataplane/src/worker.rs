@@ -57,10 +57,11 @@ pub struct Worker {
 
 /// The worker's TX buffers and drop bin: the `Output` of its dispatch pass.
 struct TxBuffers {
-    /// By port index, in a fixed array: `tx` indexes it with the port
-    /// masked to the array's size, so a packet's hand-over loads no vector
-    /// header and checks no bound (ports past `queues` stay empty).
-    bufs: Box<[Burst<Mbuf>; MAX_PORTS]>,
+    /// By port index, in a fixed array inside the struct (not boxed): `tx`
+    /// indexes it with the port masked to the array's size, so a packet's
+    /// hand-over loads no vector header or box pointer and checks no bound
+    /// (ports past `queues` stay empty).
+    bufs: [Burst<Mbuf>; MAX_PORTS],
     queues: Vec<TxQueue>,
     drops: Burst<Mbuf>,
     stats: Arc<WorkerStats>,
@@ -191,7 +192,7 @@ impl Worker {
         } = self;
         pipeline.set_profile(profile.then_some(rdtsc as fn() -> u64));
         let mut out = TxBuffers {
-            bufs: Box::new(std::array::from_fn(|_| Burst::new())),
+            bufs: std::array::from_fn(|_| Burst::new()),
             queues: tx,
             drops: Burst::new(),
             stats: stats.clone(),

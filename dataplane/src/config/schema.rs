@@ -301,8 +301,9 @@ pub struct AclConfig {
     /// Rules in order; the first match wins.
     #[serde(default)]
     pub rule: Vec<AclRuleConfig>,
-    /// Entries of each worker's exact-match flow cache in front of the
-    /// classifier (0 turns it off; rounded up to a power of two).
+    /// Entries per address family of each worker's exact-match flow cache
+    /// in front of the classifier (0 turns it off; rounded up to a power
+    /// of two of buckets).
     #[serde(default = "default_acl_flow_cache")]
     pub flow_cache: Spanned<usize>,
 }

@@ -230,10 +230,7 @@ impl Lane {
     /// verdict its stage wrote into its `Meta` ([`Lane::decide`]).
     #[inline]
     pub fn take_decided(&mut self, decided: u32, meta: &mut MetaBurst) {
-        let mut rest = decided & self.plain;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize % BURST_SIZE;
-            rest &= rest - 1;
+        for i in slots(decided & self.plain) {
             let v = meta[i].verdict;
             self.decide(&mut meta[i], i, v);
         }
@@ -244,10 +241,7 @@ impl Lane {
     /// them, so that dispatch reads a verdict for every packet.
     #[cold]
     pub fn undecided_to_meta(&mut self, meta: &mut MetaBurst) {
-        let mut rest = self.plain;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize % BURST_SIZE;
-            rest &= rest - 1;
+        for i in slots(self.plain) {
             self.decide(&mut meta[i], i, Verdict::Continue);
         }
     }
@@ -257,10 +251,7 @@ impl Lane {
     #[inline(always)]
     pub fn debug_check_undecided(&self, meta: &MetaBurst) {
         if cfg!(debug_assertions) {
-            let mut rest = self.plain;
-            while rest != 0 {
-                let i = rest.trailing_zeros() as usize % BURST_SIZE;
-                rest &= rest - 1;
+            for i in slots(self.plain) {
                 assert_eq!(
                     meta[i].verdict,
                     Verdict::Continue,
@@ -272,15 +263,24 @@ impl Lane {
 
     /// Takes every plain packet off the lane (a stage that reads only `Meta`).
     pub fn materialize_all<P: PacketBuf>(&mut self, pkts: &Burst<P>, meta: &mut MetaBurst) {
-        let mut rest = self.plain;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for i in slots(self.plain) {
             if let Some(p) = pkts.get(i) {
                 self.materialize(p, meta, i);
             }
         }
     }
+}
+
+/// The slots whose bits are set in `mask`, in order.
+#[inline(always)]
+fn slots(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize % BURST_SIZE;
+            mask &= mask - 1;
+            i
+        })
+    })
 }
 
 #[cfg(test)]

@@ -500,10 +500,16 @@ impl Daemon {
         let t0 = Instant::now();
         let out = wait_with_timeout(child, timeout)?;
         let took = t0.elapsed();
-        let report = serde_json::from_slice(
-            &std::fs::read(&self.stats_json)
-                .with_context(|| format!("daemon log:\n{}", self.log.lock().unwrap()))?,
-        )?;
+        let log = || {
+            format!(
+                "daemon {}\ndaemon log:\n{}",
+                out.status,
+                self.log.lock().unwrap()
+            )
+        };
+        let bytes = std::fs::read(&self.stats_json).with_context(log)?;
+        let report = serde_json::from_slice(&bytes)
+            .with_context(|| format!("report {}: {}", self.stats_json.display(), log()))?;
         assert_accounting(&report);
         Ok((out, report, took))
     }

@@ -893,6 +893,8 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
              source = \"10.1.0.1\"\nconntrack = false\ndf = \"set\"\n{b}\n\
              [[lb.service]]\nname = \"drained\"\nvip = \"198.18.0.50\"\nproto = \"udp\"\n\
              source = \"10.1.0.1\"\n{none}\n\
+             [[lb.service]]\nname = \"notrack_drained\"\nvip = \"198.18.0.60\"\n\
+             proto = \"udp\"\nsource = \"10.1.0.1\"\nconntrack = false\n{none}\n\
              [[lb.service]]\nname = \"dsr\"\nvip = \"198.18.0.20\"\nproto = \"udp\"\n\
              method = \"dsr\"\n[[lb.service.backend]]\naddress = \"10.1.0.50\"\n\
              mac = \"02:00:00:00:50:50\"\n\n\
@@ -966,8 +968,9 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
                     f
                 }
                 10 => tcp(c, p, [10, 2, 0, 9], 22, 0x02, 0),
-                // Every backend drained: no backend for a new flow.
-                11 => udp(c, p, [198, 18, 0, 50], 53),
+                // Every backend drained: no backend for a new flow
+                // (tracked or not).
+                11 => udp(c, p, [198, 18, 0, [50, 60][rng.gen_range(0..2)]], 53),
                 _ => {
                     let mut f = tcp(c, p, VIP, 80, 0x10, 4);
                     f.truncate(rng.gen_range(14..f.len()));
@@ -991,15 +994,23 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
         assert_eq!(x.sent, y.sent, "burst {burst}");
         assert_eq!(x.dropped, y.dropped, "burst {burst}");
     }
-    for s in ["web", "frag3", "notrack", "drained", "dsr", "v6"] {
+    for s in [
+        "web",
+        "frag3",
+        "notrack",
+        "drained",
+        "notrack_drained",
+        "dsr",
+        "v6",
+    ] {
         assert_eq!(a.counters(s), b.counters(s), "{s}");
     }
-    assert!(
-        a.counters("drained")["counters"]["no_backend"]
-            .as_u64()
-            .unwrap()
-            > 0
-    );
+    for s in ["drained", "notrack_drained"] {
+        let c = &a.counters(s)["counters"];
+        assert!(c["no_backend"].as_u64().unwrap() > 0, "{s}: {c}");
+    }
+    let notrack = &a.counters("notrack")["counters"];
+    assert!(notrack["untracked"].as_u64().unwrap() > 0, "{notrack}");
     let web = &a.counters("web")["counters"];
     for c in [
         "tracked",

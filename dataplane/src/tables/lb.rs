@@ -683,6 +683,23 @@ impl LbTables {
         }
     }
 
+    /// Service `si`'s Maglev choice for `hash` as a stable id (`None`:
+    /// no backend has a weight).
+    #[inline(always)]
+    pub fn maglev_id(&self, si: usize, hash: u32) -> Option<u32> {
+        let s = self.services.get(si)?;
+        let b = s.maglev.backend(hash)?;
+        s.backends.get(b).map(|b| b.stable_id)
+    }
+
+    /// Hints the CPU to load what [`LbTables::maglev_id`] reads first.
+    #[inline(always)]
+    pub fn prefetch_maglev(&self, si: usize, hash: u32) {
+        if let Some(s) = self.services.get(si) {
+            s.maglev.prefetch(hash);
+        }
+    }
+
     /// The plain path's record of the backend with stable id `id`, if a
     /// service still has it.
     #[inline(always)]

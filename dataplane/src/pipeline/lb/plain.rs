@@ -21,8 +21,10 @@
 //!    the connection table's inserts, and so which flows a nearly full
 //!    table refuses, exactly as on the stage-by-stage path.
 //!
-//! A new flow, a moved one, an untracked service, a packet too big for its
-//! backend's path: each leaves the fast code for the general functions
+//! An untracked service's packet takes the Maglev choice here (its entry
+//! prefetched in pass 1, as a probable new flow's is in pass 2). A new
+//! flow, a moved one, a service with no backend left, a packet too big for
+//! its backend's path: each leaves the fast code for the general functions
 //! (`choose`, `send`), so every counter and verdict is the general path's.
 use super::encap::encap_v4_plain;
 use super::{tcp_closing, Flow, LbState, PROTO_ICMP, PROTO_TCP};
@@ -78,7 +80,13 @@ impl LbState {
         while probe != 0 {
             let i = probe.trailing_zeros() as usize % BURST_SIZE;
             probe &= probe - 1;
-            self.side.probe[i] = self.conn.probe(self.side.hash[i]);
+            let hash = self.side.hash[i];
+            let probe = self.conn.probe(hash);
+            if !probe.matched() {
+                // Most likely a new flow: pass 3 will ask Maglev.
+                t.prefetch_maglev(usize::from(self.side.service[i]), hash);
+            }
+            self.side.probe[i] = probe;
         }
         let mut work = work | fast;
         while work != 0 {
@@ -157,6 +165,8 @@ impl LbState {
             if s.conntrack {
                 self.conn.prefetch(hash);
                 tracked |= bit;
+            } else {
+                t.prefetch_maglev(si, hash);
             }
             fast |= bit;
         }
@@ -214,7 +224,25 @@ impl LbState {
                 }
                 (id, be)
             }
-            // New, moved or untracked: the general choice and its counters.
+            // Untracked: the Maglev choice, as `choose` makes it.
+            None if !s.conntrack => {
+                match t
+                    .maglev_id(si, hash)
+                    .and_then(|id| t.backend4(id).map(|b| (id, b)))
+                {
+                    Some(c) => {
+                        self.counters.services[si].untracked.add(1);
+                        c
+                    }
+                    // No backend with a weight: the general path counts it.
+                    None => {
+                        let _ = self.choose_flow(t, si, key, hash, closing, ctx.now);
+                        lane.set_verdict(m, i, Verdict::Drop(DropReason::LbNoBackend));
+                        return;
+                    }
+                }
+            }
+            // New or moved: the general choice and its counters.
             None => {
                 let chosen = self.choose_flow(t, si, key, hash, closing, ctx.now);
                 match chosen.and_then(|id| t.backend4(id).map(|b| (id, b))) {

@@ -312,6 +312,8 @@ pub struct Service4 {
     pub df: DfPolicy,
     /// [`ServiceKey::id`].
     pub id: u32,
+    /// Where its backends start in [`LbTables::maglev4`].
+    pub first: u32,
 }
 
 /// What the plain IPv4 path reads of a backend: 32 bytes, indexed by the
@@ -343,6 +345,8 @@ pub struct Backend4 {
     pub live: bool,
     /// Its index in its service's backends.
     pub index: u16,
+    /// Its stable id (where [`LbTables::backends4`] keeps it).
+    pub id: u32,
 }
 
 impl Backend4 {
@@ -355,10 +359,14 @@ impl Backend4 {
         drained: false,
         live: false,
         index: 0,
+        id: 0,
     };
 
     fn new(b: &BackendEntry, index: usize) -> Self {
-        Self::with_outer(&b.outer_v4, b.inner_mtu, b.weight == 0, index as u16)
+        Backend4 {
+            id: b.stable_id,
+            ..Self::with_outer(&b.outer_v4, b.inner_mtu, b.weight == 0, index as u16)
+        }
     }
 
     /// The record of a live backend whose outer header is `outer`.
@@ -375,6 +383,7 @@ impl Backend4 {
             drained,
             live: true,
             index,
+            id: 0,
         }
     }
 }
@@ -474,6 +483,10 @@ pub struct LbTables {
     pub services4: Box<[Service4]>,
     /// [`Backend4`] of every backend of every service, by stable id.
     pub backends4: Box<[Backend4]>,
+    /// The same records by service, each in Maglev order from its
+    /// [`Service4::first`]: an untracked packet goes from its Maglev entry
+    /// to its record in one load.
+    maglev4: Box<[Backend4]>,
     /// Per worker.
     pub counters: Vec<Arc<LbCounters>>,
     pub spec: LbSpec,
@@ -568,15 +581,20 @@ impl LbTables {
         }
         let mut slot_of = vec![NO_SLOT; ids.len()];
         let mut backends4 = vec![Backend4::GONE; ids.len()];
+        let mut maglev4 = Vec::new();
+        let mut firsts = Vec::with_capacity(services.len());
         for s in &services {
+            firsts.push(maglev4.len() as u32);
             for (i, b) in s.backends.iter().enumerate() {
                 slot_of[b.stable_id as usize] = i as u32;
                 backends4[b.stable_id as usize] = Backend4::new(b, i);
+                maglev4.push(Backend4::new(b, i));
             }
         }
         let services4 = services
             .iter()
-            .map(|s| Service4 {
+            .zip(firsts)
+            .map(|(s, first)| Service4 {
                 proto: s.key.proto,
                 port: s.key.port,
                 ipip4: matches!(
@@ -592,6 +610,7 @@ impl LbTables {
                 three_tuple: s.fragments == FragPolicy::ThreeTuple,
                 df: s.df,
                 id: s.id,
+                first,
             })
             .collect();
         // VIP ranges.
@@ -628,6 +647,7 @@ impl LbTables {
             slot_of: slot_of.into_boxed_slice(),
             services4,
             backends4: backends4.into_boxed_slice(),
+            maglev4: maglev4.into_boxed_slice(),
             counters: (0..workers.max(1))
                 .map(|_| Arc::new(LbCounters::new(spec.services.len(), ids.len())))
                 .collect(),
@@ -683,16 +703,16 @@ impl LbTables {
         }
     }
 
-    /// Service `si`'s Maglev choice for `hash` as a stable id (`None`:
-    /// no backend has a weight).
+    /// The plain path's record of service `si`'s Maglev choice for `hash`
+    /// (`None`: no backend has a weight).
     #[inline(always)]
-    pub fn maglev_id(&self, si: usize, hash: u32) -> Option<u32> {
-        let s = self.services.get(si)?;
-        let b = s.maglev.backend(hash)?;
-        s.backends.get(b).map(|b| b.stable_id)
+    pub fn maglev4(&self, si: usize, hash: u32) -> Option<&Backend4> {
+        let b = self.services.get(si)?.maglev.backend(hash)?;
+        let first = self.services4.get(si)?.first as usize;
+        self.maglev4.get(first + b)
     }
 
-    /// Hints the CPU to load what [`LbTables::maglev_id`] reads first.
+    /// Hints the CPU to load what [`LbTables::maglev4`] reads first.
     #[inline(always)]
     pub fn prefetch_maglev(&self, si: usize, hash: u32) {
         if let Some(s) = self.services.get(si) {

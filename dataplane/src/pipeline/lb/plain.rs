@@ -226,13 +226,10 @@ impl LbState {
             }
             // Untracked: the Maglev choice, as `choose` makes it.
             None if !s.conntrack => {
-                match t
-                    .maglev_id(si, hash)
-                    .and_then(|id| t.backend4(id).map(|b| (id, b)))
-                {
-                    Some(c) => {
+                match t.maglev4(si, hash) {
+                    Some(be) => {
                         self.counters.services[si].untracked.add(1);
-                        c
+                        (be.id, be)
                     }
                     // No backend with a weight: the general path counts it.
                     None => {

@@ -308,15 +308,6 @@ impl Probe {
     };
 }
 
-impl Probe {
-    /// A tag of the primary bucket matched: the key is probably tracked
-    /// (false: it is not there, or it overflowed to its alternate bucket).
-    #[inline(always)]
-    pub fn matched(&self) -> bool {
-        self.slot != Probe::NONE.slot
-    }
-}
-
 impl Default for Probe {
     fn default() -> Self {
         Probe::NONE

@@ -22,10 +22,10 @@
 //!    table refuses, exactly as on the stage-by-stage path.
 //!
 //! An untracked service's packet takes the Maglev choice here (its entry
-//! prefetched in pass 1, as a probable new flow's is in pass 2). A new
-//! flow, a moved one, a service with no backend left, a packet too big for
-//! its backend's path: each leaves the fast code for the general functions
-//! (`choose`, `send`), so every counter and verdict is the general path's.
+//! prefetched in pass 1). A new flow, a moved one, a service with no
+//! backend left, a packet too big for its backend's path: each leaves the
+//! fast code for the general functions (`choose`, `send`), so every counter
+//! and verdict is the general path's.
 use super::encap::encap_v4_plain;
 use super::{tcp_closing, Flow, LbState, PROTO_ICMP, PROTO_TCP};
 use crate::burst::{Burst, BURST_SIZE};
@@ -80,13 +80,7 @@ impl LbState {
         while probe != 0 {
             let i = probe.trailing_zeros() as usize % BURST_SIZE;
             probe &= probe - 1;
-            let hash = self.side.hash[i];
-            let probe = self.conn.probe(hash);
-            if !probe.matched() {
-                // Most likely a new flow: pass 3 will ask Maglev.
-                t.prefetch_maglev(usize::from(self.side.service[i]), hash);
-            }
-            self.side.probe[i] = probe;
+            self.side.probe[i] = self.conn.probe(self.side.hash[i]);
         }
         let mut work = work | fast;
         while work != 0 {

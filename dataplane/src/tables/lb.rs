@@ -369,7 +369,8 @@ impl Backend4 {
         }
     }
 
-    /// The record of a live backend whose outer header is `outer`.
+    /// The record of a live backend whose outer header is `outer` (its
+    /// `id` left 0: [`Backend4::new`] sets it).
     pub fn with_outer(outer: &OuterV4, inner_mtu: u16, drained: bool, index: u16) -> Self {
         let h = &outer.header;
         let word = |at: usize| u32::from_ne_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
@@ -586,9 +587,10 @@ impl LbTables {
         for s in &services {
             firsts.push(maglev4.len() as u32);
             for (i, b) in s.backends.iter().enumerate() {
+                let record = Backend4::new(b, i);
                 slot_of[b.stable_id as usize] = i as u32;
-                backends4[b.stable_id as usize] = Backend4::new(b, i);
-                maglev4.push(Backend4::new(b, i));
+                backends4[b.stable_id as usize] = record;
+                maglev4.push(record);
             }
         }
         let services4 = services

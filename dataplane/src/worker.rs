@@ -288,8 +288,21 @@ impl Worker {
         out.flush_all();
         out.free_drops();
         stats.total_cycles.set(rdtsc() - start);
+        #[cfg(feature = "pmd-cycles")]
+        report_pmd_cycles(index, rdtsc() - start);
         0
     }
+}
+
+/// The worker's PMD cycles ([`crate::dpdk::pmd_cycles`]) at its exit, as
+/// the line `scripts/pmd-cycles.sh` reads.
+#[cfg(feature = "pmd-cycles")]
+fn report_pmd_cycles(index: usize, loop_cycles: u64) {
+    let c = crate::dpdk::pmd_cycles::get();
+    println!(
+        "pmd-cycles app=dataplane worker={index} loop_cycles={loop_cycles} rx_pkts={} rx_cycles={} tx_pkts={} tx_cycles={}",
+        c.rx_pkts, c.rx_cycles, c.tx_pkts, c.tx_cycles
+    );
 }
 
 /// Ring mode's last pass at stop: everything the distributor enqueued goes

@@ -15,6 +15,8 @@ pub mod hash;
 pub mod lpm;
 pub mod mbuf;
 pub mod mempool;
+#[cfg(feature = "pmd-cycles")]
+pub mod pmd_cycles;
 pub mod port;
 pub mod ring;
 pub mod sched;

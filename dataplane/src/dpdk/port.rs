@@ -469,9 +469,15 @@ impl RxQueue {
         let slots = slots_as_raw(burst);
         // SAFETY: slots[len..N] are empty (NULL); the PMD writes up to `room`
         // owned mbuf pointers there. This token is the queue's only poller.
+        #[cfg(feature = "pmd-cycles")]
+        let t0 = super::rdtsc();
         let n = unsafe {
             dpdk_sys::shim_rte_eth_rx_burst(self.port.0, self.queue.0, slots.add(len), room)
         } as usize;
+        #[cfg(feature = "pmd-cycles")]
+        if n != 0 {
+            super::pmd_cycles::add_rx(super::rdtsc() - t0, n);
+        }
         burst.set_len(len + n);
         n
     }
@@ -498,9 +504,13 @@ impl TxQueue {
         }
         let slots = slots_as_raw(burst);
         // SAFETY: slots[..len] are owned mbufs; the PMD takes the first n.
+        #[cfg(feature = "pmd-cycles")]
+        let t0 = super::rdtsc();
         let n = unsafe {
             dpdk_sys::shim_rte_eth_tx_burst(self.port.0, self.queue.0, slots, len as u16)
         } as usize;
+        #[cfg(feature = "pmd-cycles")]
+        super::pmd_cycles::add_tx(super::rdtsc() - t0, len);
         let s = burst.slots_mut();
         for slot in &mut s[..n] {
             // SAFETY: the driver owns these now: clear without freeing.

@@ -27,21 +27,26 @@ thread_local! {
 /// One RX call that returned `pkts` packets in `cycles`.
 #[inline(always)]
 pub fn add_rx(cycles: u64, pkts: usize) {
-    CYCLES.with(|c| {
-        let mut v = c.get();
+    update(|v| {
         v.rx_cycles += cycles;
         v.rx_pkts += pkts as u64;
-        c.set(v);
     });
 }
 
 /// One TX call offered `pkts` packets, in `cycles`.
 #[inline(always)]
 pub fn add_tx(cycles: u64, pkts: usize) {
-    CYCLES.with(|c| {
-        let mut v = c.get();
+    update(|v| {
         v.tx_cycles += cycles;
         v.tx_pkts += pkts as u64;
+    });
+}
+
+#[inline(always)]
+fn update(f: impl FnOnce(&mut PmdCycles)) {
+    CYCLES.with(|c| {
+        let mut v = c.get();
+        f(&mut v);
         c.set(v);
     });
 }

@@ -72,7 +72,7 @@
 #                (the ring run's last stats line: the worker's and the
 #                distributor's busy share, and ring_full, packets the worker
 #                could not take in time)
-#   bench-cycles scenario=S parse=C [acl=C] route=C dispatch=C total=C
+#   bench-cycles scenario=S parse=C [acl=C] [lb=C] route=C dispatch=C total=C
 #                (one entry per stage, `parse` being the lane's sweep;
 #                TSC cycles per packet per stage, from a second, short
 #                daemon run with daemon.profile_stages = true; the Mpps come

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # ethtool: the namespace tests turn the hosts' TX checksum offload off (README
-# "TCP and UDP through namespaces"); iperf3: their TCP/UDP transfers; iproute2
+# "Kernel hosts on `net_af_packet` and `net_tap` ports"); iperf3: their TCP/UDP transfers; iproute2
 # also brings nstat.
 PKGS=(dpdk dpdk-dev libdpdk-dev dpdk-doc clang libclang-dev pkg-config libpcap-dev
       iproute2 iputils-ping tcpdump python3 meson ninja-build build-essential

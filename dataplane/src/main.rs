@@ -43,7 +43,8 @@ enum Command {
         eal: Vec<String>,
     },
     /// Ask a running daemon to re-read its config file (or `--config`):
-    /// routes, neighbours and ACL rules are swapped in under traffic;
+    /// routes, neighbours, ACL rules and load-balancer services are swapped
+    /// in under traffic;
     /// anything else that changed is refused, naming the field. Exit 1 when
     /// refused. SIGHUP to the daemon does the same with its own file.
     Reload {

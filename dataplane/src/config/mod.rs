@@ -4,14 +4,17 @@
 //! cross-references alike — carry the file, line, column and the dotted path
 //! of the field (`port[1].mac`), so an operator can go straight to the line.
 //! `Config::load` is pure: it starts no DPDK, which is what `dataplane check`
-//! relies on. Stage sections (`[forward]`, `[acl]`, `[route]`) are validated
-//! here too, so that a running daemon never meets a config it cannot build.
+//! relies on. Stage sections (`[forward]`, `[acl]`, `[route]`, `[lb]`) and
+//! `[distributor]` are validated here too, so that a running daemon never
+//! meets a config it cannot build.
 //!
 //! Layout: [`values`] (addresses, prefixes, ports, protocols: the strings
 //! with their own syntax), [`schema`] (the serde structs, one per section),
-//! `validate` (cross-checks per section, building [`Resolved`]),
-//! `routes_file` (the routes file parser) and `location` (byte spans to
-//! file:line:column and a field path, and [`ConfigError`]).
+//! `validate` (cross-checks per section, building [`Resolved`]), `lb` (the
+//! `[lb]` section's checks and its services), `host` (the machine's online
+//! CPUs, which `check` compares with), `routes_file` (the routes
+//! file parser) and `location` (byte spans to file:line:column and a field
+//! path, and [`ConfigError`]).
 use crate::tables::RouteConfig;
 use std::collections::HashMap;
 use std::path::Path;

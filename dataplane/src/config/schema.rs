@@ -313,11 +313,11 @@ fn default_acl_flow_cache() -> Spanned<usize> {
 }
 
 impl AclConfig {
-    /// 16,384 entries (768 KiB per worker): room for about 8,000 active
+    /// 16,384 entries per family (about 1.1 MiB per worker for both): room for about 8,000 active
     /// flows at half load, where an 8-way bucket rarely overflows (at 8,192
     /// the bench's 4,000 flows lost lookups to bucket overflow).
     pub const DEFAULT_FLOW_CACHE: usize = 16384;
-    /// 2^24 entries (768 MiB per worker) at most.
+    /// 2^24 entries per family (about 1.1 GiB per worker) at most.
     pub const MAX_FLOW_CACHE: usize = 1 << 24;
 }
 
@@ -352,7 +352,8 @@ pub struct RouteSection {
     /// Second-level table groups (routes longer than /24 each need one).
     #[serde(default = "default_tbl8")]
     pub tbl8_groups: u32,
-    /// ICMP errors (time exceeded) per second per worker; 0 sends none.
+    /// ICMP errors (time exceeded, fragmentation needed, packet too big; one
+    /// bucket) per second per worker; 0 sends none.
     #[serde(default = "default_icmp_rate")]
     pub icmp_rate: u32,
     /// Neighbour cache capacity.

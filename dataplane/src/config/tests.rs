@@ -463,6 +463,20 @@ fn pipeline_rules_are_the_stages_declarations() {
     )
     .unwrap();
     assert_eq!(cfg.stages(), vec![StageKind::Forward, StageKind::Count]);
+    // `count` alone is a sink: valid, with a warning.
+    let (cfg, res) = Config::parse(
+        &bad("pipeline = [\"forward\"]", "pipeline = [\"count\"]")
+            .replace("[forward]\npairs = [[\"p0\", \"p1\"]]\n", ""),
+        "test.toml",
+    )
+    .unwrap();
+    assert_eq!(cfg.stages(), vec![StageKind::Count]);
+    assert_eq!(res.warnings.len(), 1, "{:?}", res.warnings);
+    let w = res.warnings[0].to_string();
+    assert!(
+        w.starts_with("test.toml:1:12: pipeline: no stage forwards"),
+        "{w}"
+    );
     let (line, field, msg) = err(&router_bad(
         r#"pipeline = ["acl", "route"]"#,
         r#"pipeline = ["route", "count", "acl"]"#,

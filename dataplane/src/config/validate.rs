@@ -333,7 +333,17 @@ impl Config {
             routes: Vec::new(),
             neighbors: Vec::new(),
             lb: None,
-            warnings: Vec::new(),
+            // Valid (a counting sink), but rarely what was meant.
+            warnings: match forwarder {
+                Some(_) => Vec::new(),
+                None => vec![loc.error(
+                    self.pipeline.span(),
+                    Some("pipeline".into()),
+                    "no stage forwards (`forward` or `route`): every packet is dropped \
+                     as `no_output`"
+                        .into(),
+                )],
+            },
         })
     }
 

@@ -66,7 +66,7 @@ pub fn restart_needed(old_src: &str, new_src: &str, file: &str) -> Option<String
     let (line, col) = locate(new_src, &path);
     Some(format!(
         "{file}:{line}:{col}: {path}: changed, and only a restart applies it \
-         (a reload changes routes, neighbours and ACL rules); the running config stays"
+         (a reload changes routes, neighbours, ACL rules and load-balancer services); the running config stays"
     ))
 }
 

@@ -435,7 +435,7 @@ impl Pipeline {
     /// - the last stage sends its fast-path packets as it rewrites them
     ///   ([`route::SendTx`]), so they leave ahead of the burst's other
     ///   packets; the same packets, bytes and counters as `run` + `dispatch`
-    ///   otherwise (test `dataplane/tests/fused_route.rs`).
+    ///   otherwise (test `dataplane/tests/lane.rs`).
     #[inline]
     pub fn run_and_dispatch<P: PacketBuf, O: Output<P>>(
         &mut self,

@@ -23,8 +23,8 @@
 //! IPv6 the whole [`FlowKey`]; for IPv4 the first 8 bytes and the first 4
 //! of each address, all that an IPv4 lookup reads), so the cached answer is
 //! the one the classifier would give for the key. The cache belongs to one
-//! worker's stage instance over one immutable [`super::AclTable`]; a new
-//! table means a new stage and an empty cache.
+//! worker's stage instance over one immutable [`super::AclTable`]; a reload
+//! that changes the table rebinds the stage, which clears the cache.
 use crate::flow::{flow_hash, FlowKey, FlowKeyV4};
 
 /// Ways per IPv4 bucket: three 16-byte keys, their values and the occupancy

@@ -118,7 +118,7 @@ pub enum NhKind {
     Broadcast,
 }
 
-/// Whether the fused route pass's fast path may forward through a next hop,
+/// Whether the route stage's lane fast path may forward through a next hop,
 /// and how the IPv4 header checksum is kept right there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FastPath {
@@ -142,7 +142,7 @@ pub struct NextHop {
     /// The output port computes IPv4 header checksums: forwarding leaves the
     /// field to it (`PacketBuf::request_ipv4_checksum`).
     pub ipv4_checksum_offload: bool,
-    /// `kind` and `ipv4_checksum_offload` as the fused fast path reads
+    /// `kind` and `ipv4_checksum_offload` as the lane fast path reads
     /// them: one byte compare per packet instead of two tests.
     pub fast_path: FastPath,
     /// The gateway's MAC, bytes in wire order from the low byte up, and

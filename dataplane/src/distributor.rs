@@ -32,8 +32,7 @@ use crate::dpdk::mbuf::free_bulk;
 use crate::dpdk::port::RxQueue;
 use crate::dpdk::ring::RingProducer;
 use crate::dpdk::{rdtsc, Mbuf};
-use crate::pipeline::meta::flags;
-use crate::pipeline::parse::Parse;
+use crate::pipeline::parse::{fragment_v4, fragment_v6, Parse};
 use crate::pipeline::{DropReason, Meta, L3};
 use crate::stats::{DistributorCounters, DistributorStats};
 use crate::tables::lb::{lb_hash_v4, lb_hash_v6};
@@ -129,46 +128,6 @@ impl Steering {
             None => 0,
         }
     }
-}
-
-/// An IPv4 fragment, first or later (MF set or a non-zero offset). Parse
-/// marks only later ones; the first carries ports the others lack.
-#[inline(always)]
-fn fragment_v4(data: &[u8], m: &Meta) -> bool {
-    let at = usize::from(m.l3_off) + 6;
-    data.get(at..at + 2)
-        .is_some_and(|b| u16::from_be_bytes([b[0], b[1]]) & 0x3fff != 0)
-}
-
-/// An IPv6 fragment, first or later: a Fragment header in the chain.
-#[inline(always)]
-fn fragment_v6(data: &[u8], m: &Meta) -> bool {
-    if m.flags & flags::FRAGMENT != 0 {
-        return true;
-    }
-    // No extension header (the common case): the next header is the upper
-    // layer itself.
-    let nh = data.get(usize::from(m.l3_off) + 6).copied().unwrap_or(0);
-    if matches!(nh, 6 | 17 | 58 | 132) {
-        return false;
-    }
-    fragment_v6_walk(data, m)
-}
-
-#[cold]
-#[inline(never)]
-fn fragment_v6_walk(data: &[u8], m: &Meta) -> bool {
-    use crate::wire::{ipv6, walk_extensions, Ipv6Packet};
-    let Some(l3) = data.get(usize::from(m.l3_off)..) else {
-        return false;
-    };
-    let Ok(ip) = Ipv6Packet::new_checked(l3) else {
-        return false;
-    };
-    let end = ipv6::HEADER_LEN + usize::from(ip.payload_len());
-    l3.get(ipv6::HEADER_LEN..end)
-        .and_then(|payload| walk_extensions(ip.next_header(), payload).ok())
-        .is_some_and(|w| w.is_fragment)
 }
 
 /// Splits `burst` by worker, in order, into `outs` (one per fed worker,

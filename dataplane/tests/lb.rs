@@ -1037,3 +1037,172 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
         );
     }
 }
+
+/// An IPv4 fragment of `f` (checksum fixed): the first (MF, offset 0) or a
+/// later one (offset 128 bytes, which also hides its ports).
+fn fragment_v4(mut f: Vec<u8>, first: bool) -> Vec<u8> {
+    if first {
+        f[20] = 0x20; // MF
+    } else {
+        f[20] = 0x00;
+        f[21] = 0x10;
+    }
+    f[24..26].fill(0);
+    let h = Ipv4Header::from_slice(&f[14..]).unwrap().0;
+    f[24..26].copy_from_slice(&h.calc_header_checksum().to_be_bytes());
+    f
+}
+
+/// Non-first fragments carry no ports: they belong to the VIP's one service
+/// for their protocol (here one with a port), dropped or balanced as its
+/// policy says, on the lane and stage by stage alike; where the VIP has
+/// several services for the protocol, which one is unknowable and they are
+/// dropped.
+#[test]
+fn later_fragments_find_a_port_service_by_its_protocol() {
+    let (c, p) = client(3);
+    let whole = tcp(c, p, VIP, 80, 0x10, 64);
+    let frames = [
+        fragment_v4(whole.clone(), true),
+        fragment_v4(whole.clone(), false),
+        whole.clone(),
+    ];
+    for lane in [true, false] {
+        let mut r = Router::with_lane(&config(&web("", &backends(8, |_| 1))), lane);
+        let out = r.run(0, &frames);
+        assert_eq!(out.sent.len(), 1, "lane {lane}");
+        let reasons: Vec<_> = out.dropped.iter().map(|(d, _)| *d).collect();
+        assert_eq!(reasons, [DropReason::LbFragment; 2], "lane {lane}");
+        assert_eq!(r.counters("web")["counters"]["fragments"], 2);
+
+        let three = web("fragments = \"three_tuple\"", &backends(8, |_| 1));
+        let mut r = Router::with_lane(&config(&three), lane);
+        for k in 0..40 {
+            let (c, p) = client(k);
+            let whole = tcp(c, p, VIP, 80, 0x10, 64);
+            let out = r.run(
+                0,
+                &[
+                    fragment_v4(whole.clone(), true),
+                    fragment_v4(whole.clone(), false),
+                    whole,
+                ],
+            );
+            assert_eq!(out.sent.len(), 3, "lane {lane}: {:?}", out.dropped);
+            let b: Vec<_> = out.sent.iter().map(|(_, f)| backend_of(f)).collect();
+            assert!(b.iter().all(|x| *x == b[0]), "lane {lane}: {b:?}");
+        }
+
+        // A second TCP service on the VIP: a later fragment's is unknowable.
+        let two = format!(
+            "{three}\n[[lb.service]]\nname = \"tls\"\nvip = \"198.18.0.10\"\nproto = \"tcp\"\n\
+             port = 443\nsource = \"10.1.0.1\"\nfragments = \"three_tuple\"\n{}",
+            backends(2, |_| 1)
+        );
+        let mut r = Router::with_lane(&config(&two), lane);
+        let out = r.run(0, &frames);
+        assert_eq!(out.sent.len(), 2, "lane {lane}");
+        assert_eq!(out.dropped.len(), 1, "lane {lane}");
+        assert_eq!(out.dropped[0].0, DropReason::LbFragment);
+    }
+}
+
+/// An IPv6 TCP packet to `dst`:`dport` from client `k`, whole or as its
+/// first fragment (a Fragment header, offset 0, M set).
+fn tcp6(k: u8, dst: [u8; 16], dport: u16, first_fragment: bool) -> Vec<u8> {
+    let mut src = [0u8; 16];
+    src[..6].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0xcc]);
+    src[15] = k;
+    let mut f = Vec::new();
+    PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+        .ipv6(src, dst, 60)
+        .tcp(20_000, dport, 1, 100)
+        .write(&mut f, b"x")
+        .unwrap();
+    if first_fragment {
+        let plen = u16::from_be_bytes([f[18], f[19]]) + 8;
+        f[18..20].copy_from_slice(&plen.to_be_bytes());
+        f[20] = 44;
+        f.splice(54..54, [6, 0, 0, 1, 0, 0, 0, 7]);
+    }
+    f
+}
+
+#[test]
+fn ipv6_first_fragments_follow_the_fragment_policy() {
+    let svc = |policy: &str| {
+        config(&format!(
+            "[[lb.service]]\nname = \"v6\"\nvip = \"2001:db8:f::10\"\nproto = \"tcp\"\n\
+             port = 443\nsource = \"2001:db8:d::1\"\nfragments = \"{policy}\"\n\
+             [[lb.service.backend]]\naddress = \"2001:db8:e::1\"\n\
+             [[lb.service.backend]]\naddress = \"2001:db8:e::2\"\n"
+        ))
+    };
+    let vip: [u8; 16] = "2001:db8:f::10"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
+    for lane in [true, false] {
+        let mut r = Router::with_lane(&svc("drop"), lane);
+        let out = r.run(0, &[tcp6(1, vip, 443, true), tcp6(1, vip, 443, false)]);
+        assert_eq!(out.sent.len(), 1, "lane {lane}");
+        assert_eq!(out.dropped.len(), 1, "lane {lane}");
+        assert_eq!(out.dropped[0].0, DropReason::LbFragment);
+        assert_eq!(r.counters("v6")["counters"]["fragments"], 1);
+        let mut r = Router::with_lane(&svc("three_tuple"), lane);
+        let out = r.run(0, &[tcp6(1, vip, 443, true), tcp6(1, vip, 443, false)]);
+        assert_eq!(out.sent.len(), 2, "lane {lane}: {:?}", out.dropped);
+    }
+}
+
+/// What `route` would not forward (a martian source, an IPv6 source that
+/// must not leave its link) is not handed to a backend: the balancer leaves
+/// it untouched for `route` to drop.
+#[test]
+fn martian_sources_are_not_balanced() {
+    let ll: [u8; 16] = "fe80::5".parse::<std::net::Ipv6Addr>().unwrap().octets();
+    let lo: [u8; 16] = std::net::Ipv6Addr::LOCALHOST.octets();
+    let v6vip: [u8; 16] = "2001:db8:f::10"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
+    let v6 = |src: [u8; 16]| {
+        let mut f = Vec::new();
+        PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+            .ipv6(src, v6vip, 60)
+            .tcp(20_000, 443, 1, 100)
+            .write(&mut f, b"x")
+            .unwrap();
+        f
+    };
+    let lb = format!(
+        "{}\n[[lb.service]]\nname = \"v6\"\nvip = \"2001:db8:f::10\"\nproto = \"tcp\"\n\
+         port = 443\nsource = \"2001:db8:d::1\"\n\
+         [[lb.service.backend]]\naddress = \"2001:db8:e::1\"\n",
+        web("", &backends(4, |_| 1))
+    );
+    let frames = [
+        tcp([0, 0, 0, 0], 1000, VIP, 80, 0x02, 0),
+        tcp([127, 0, 0, 1], 1000, VIP, 80, 0x02, 0),
+        tcp([224, 0, 0, 5], 1000, VIP, 80, 0x02, 0),
+        v6(ll),
+        v6(lo),
+    ];
+    for lane in [true, false] {
+        let mut r = Router::with_lane(&config(&lb), lane);
+        let out = r.run(0, &frames);
+        assert!(out.sent.is_empty(), "lane {lane}: {:?}", out.sent);
+        let reasons: Vec<_> = out.dropped.iter().map(|(d, _)| *d).collect();
+        // The link-local source: `route` finds no route to the VIP first.
+        let want = [
+            DropReason::BadAddress,
+            DropReason::BadAddress,
+            DropReason::BadAddress,
+            DropReason::NoRoute,
+            DropReason::BadAddress,
+        ];
+        assert_eq!(reasons, want, "lane {lane}");
+        assert_eq!(r.counters("web")["counters"]["packets"], 0);
+        assert_eq!(r.counters("v6")["counters"]["packets"], 0);
+    }
+}

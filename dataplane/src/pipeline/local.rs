@@ -10,7 +10,7 @@
 use super::{DropReason, Event, Meta, PacketBuf, StageCtx, Verdict};
 use crate::stats::Originated;
 use crate::tables::neighbor::{self, NeighborState};
-use crate::tables::routing::Routing;
+use crate::tables::routing::{usable_neighbor_mac, Announced, Routing};
 use crate::wire::checksum;
 use crate::wire::icmpv4::{dst_unreachable, time_exceeded};
 use crate::wire::icmpv6::{Icmpv6Packet, Icmpv6Repr, Icmpv6Type, NdpFlags, MAX_ERROR_QUOTE};
@@ -74,6 +74,25 @@ fn l2_reply(data: &mut [u8], port_mac: [u8; 6]) {
     data[6..12].copy_from_slice(&port_mac);
 }
 
+/// Learns what an ARP or NDP packet announced (`ip` is at `mac` on
+/// `port`); `Err` with the packet's verdict when that cannot be true.
+fn learn_announced(
+    r: &Routing,
+    port: u16,
+    ip: IpAddr,
+    mac: [u8; 6],
+    ctx: &StageCtx,
+) -> Result<(), Verdict> {
+    match r.learn_from_wire(port, ip, mac) {
+        Announced::Learned => {
+            ctx.counters.count_event(Event::NeighborLearned);
+            Ok(())
+        }
+        Announced::Ignored => Ok(()),
+        Announced::Bogus => Err(Verdict::Drop(DropReason::BadAddress)),
+    }
+}
+
 /// ARP on `in_port`: learn the sender if on-link; answer requests for our
 /// addresses; consume the rest.
 pub fn arp<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageCtx) -> Verdict {
@@ -92,11 +111,16 @@ pub fn arp<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageCtx) -> 
             Err(_) => return Verdict::Drop(DropReason::Unsupported),
         }
     };
-    // Learn from any ARP whose sender is on the link (gratuitous included).
-    if !repr.sender_ip.is_unspecified()
-        && r.learn(port, IpAddr::V4(repr.sender_ip), repr.sender_mac.octets())
-    {
-        ctx.counters.count_event(Event::NeighborLearned);
+    // Learn from any ARP whose sender is on the link (gratuitous included);
+    // a sender that cannot be a neighbour is not answered either.
+    let sender_mac = repr.sender_mac.octets();
+    if !usable_neighbor_mac(sender_mac) {
+        return Verdict::Drop(DropReason::BadAddress);
+    }
+    if !repr.sender_ip.is_unspecified() {
+        if let Err(v) = learn_announced(r, port, IpAddr::V4(repr.sender_ip), sender_mac, ctx) {
+            return v;
+        }
     }
     if repr.operation != ArpOperation::Request || !pa.has_v4(repr.target_ip) {
         ctx.counters.count_event(Event::Consumed);
@@ -145,6 +169,12 @@ pub fn deliver_v4<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageC
         if !icmp.verify_checksum() {
             return Verdict::Drop(DropReason::BadChecksum);
         }
+    }
+    // No reply to a source that is no host (RFC 1122 3.2.2.6): a broadcast,
+    // a group or a connected subnet's broadcast address.
+    let src = Ipv4Addr::from(m.key.src_v4());
+    if src.is_broadcast() || src.is_multicast() || r.is_broadcast_v4(src) {
+        return Verdict::Drop(DropReason::BadAddress);
     }
     // Echo reply in place: swap addresses, type 8 -> 0, fresh TTL and header
     // checksum. The ICMP checksum is recomputed, not patched: ICMPv4 has no
@@ -206,8 +236,12 @@ pub fn deliver_v6<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageC
                 source_lladdr,
             }) if hop_limit == 255 => {
                 if let Some(ll) = source_lladdr {
-                    if !src.is_unspecified() && r.learn(port, IpAddr::V6(src), ll.octets()) {
-                        ctx.counters.count_event(Event::NeighborLearned);
+                    // RFC 4861 7.1.1: no source link-layer option from ::.
+                    if src.is_unspecified() {
+                        return Verdict::Drop(DropReason::BadAddress);
+                    }
+                    if let Err(v) = learn_announced(r, port, IpAddr::V6(src), ll.octets(), ctx) {
+                        return v;
                     }
                 }
                 if !pa.has_v6(target) {
@@ -231,8 +265,8 @@ pub fn deliver_v6<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageC
                 ..
             }) if hop_limit == 255 => {
                 if let Some(ll) = target_lladdr {
-                    if r.learn(port, IpAddr::V6(target), ll.octets()) {
-                        ctx.counters.count_event(Event::NeighborLearned);
+                    if let Err(v) = learn_announced(r, port, IpAddr::V6(target), ll.octets(), ctx) {
+                        return v;
                     }
                 }
                 Action::Consume
@@ -419,6 +453,11 @@ fn icmp_error_v4<P: PacketBuf>(
     let Some(our) = pa.primary_v4() else {
         return Verdict::Drop(kind.reason());
     };
+    // A connected subnet's broadcast address is no host to answer (RFC 1812
+    // 4.3.2.7; `write_error_v4` refuses the other broadcasts).
+    if r.is_broadcast_v4(Ipv4Addr::from(m.key.src_v4())) {
+        return Verdict::Drop(kind.reason());
+    }
     match write_error_v4(pkt, m, our, Some(pa.mac), limiter, ctx, kind) {
         Ok(()) => Verdict::Tx(port),
         Err(reason) => Verdict::Drop(reason),

@@ -695,6 +695,27 @@ impl LbTables {
         })
     }
 
+    /// The service of range `r` for a packet of `proto` to `dport`, and
+    /// whether it is certain. A non-first fragment (`nonfirst`) carries no
+    /// ports: it belongs to the VIP's one service for `proto` (certain), or
+    /// to one of several, which cannot be told (the first, uncertain).
+    #[inline]
+    pub fn service_of(
+        &self,
+        r: (usize, usize),
+        proto: u8,
+        dport: u16,
+        nonfirst: bool,
+    ) -> Option<(usize, bool)> {
+        if !nonfirst {
+            return self.service_in(r, proto, dport).map(|s| (s, true));
+        }
+        let (first, count) = r;
+        let mut of_proto = (first..first + count).filter(|&i| self.services[i].key.proto == proto);
+        let s = of_proto.next()?;
+        Some((s, of_proto.next().is_none()))
+    }
+
     /// The backend index in its service of stable id `id`, if the service
     /// still has it.
     #[inline(always)]

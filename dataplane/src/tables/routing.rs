@@ -24,7 +24,7 @@ use super::neighbor::{self, NeighborKey, NeighborState, NeighborTable};
 use super::route::{Route4, Route6, RouteConfig, RouteTable};
 use super::Prefix;
 use crate::dpdk::DpdkError;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -85,6 +85,11 @@ impl PortAddrs {
     pub fn primary_v6(&self) -> Option<Ipv6Addr> {
         self.v6.first().map(|(a, _)| *a)
     }
+}
+
+/// Whether `mac` can be a station's: unicast (group bit clear) and not zero.
+pub fn usable_neighbor_mac(mac: [u8; 6]) -> bool {
+    mac[0] & 1 == 0 && mac != [0; 6]
 }
 
 /// The broadcast address of `addr/len`'s subnet: none for /31 and /32
@@ -206,6 +211,22 @@ pub struct Routing {
     /// Next hops that use a neighbour as their gateway: learning one MAC
     /// updates them all.
     gateways: HashMap<NeighborKey, Vec<u32>>,
+    /// The config's static neighbours: what ARP and NDP say never replaces
+    /// them (as Linux's permanent entries).
+    static_neighbors: HashSet<NeighborKey>,
+}
+
+/// What [`Routing::learn_from_wire`] made of a neighbour an ARP or NDP
+/// packet announced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Announced {
+    /// Recorded.
+    Learned,
+    /// Not recorded: off-link, a static neighbour, or the cache full.
+    Ignored,
+    /// Impossible for a neighbour: a group, zero or our own MAC, or one of
+    /// our own addresses. The packet is not answered either.
+    Bogus,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -450,6 +471,10 @@ impl Routing {
             neighbors,
             ports,
             gateways: b.gateways,
+            static_neighbors: static_neighbors
+                .iter()
+                .map(|&(port, ip, _)| neighbor::key(port, ip))
+                .collect(),
         };
         for &(port, ip, mac) in static_neighbors {
             routing.learn(port, ip, mac);
@@ -557,6 +582,29 @@ impl Routing {
         true
     }
 
+    /// Records what an ARP or NDP packet on `port` says (`ip` is at
+    /// `mac`) where that can be true: `mac` unicast, not zero and none of
+    /// our ports' (else a poisoned entry would send routed traffic to a
+    /// group or back to us), `ip` none of our addresses, and not a static
+    /// neighbour's.
+    pub fn learn_from_wire(&self, port: u16, ip: IpAddr, mac: [u8; 6]) -> Announced {
+        let ours = match ip {
+            IpAddr::V4(a) => self.ports.iter().any(|p| p.has_v4(a)),
+            IpAddr::V6(a) => self.ports.iter().any(|p| p.has_v6(a)),
+        };
+        if ours || !usable_neighbor_mac(mac) || self.ports.iter().any(|p| p.mac == mac) {
+            return Announced::Bogus;
+        }
+        if self.static_neighbors.contains(&neighbor::key(port, ip)) {
+            return Announced::Ignored;
+        }
+        if self.learn(port, ip, mac) {
+            Announced::Learned
+        } else {
+            Announced::Ignored
+        }
+    }
+
     pub fn stats(&self) -> RoutingStats {
         RoutingStats {
             routes_v4: self.v4.len(),
@@ -612,6 +660,62 @@ mod tests {
             max_routes: 1024,
             num_tbl8: 256,
         }
+    }
+
+    /// ARP and NDP are believed only where they can be true: never a group,
+    /// zero or our own MAC, never for our own address, and never over a
+    /// static neighbour.
+    #[test]
+    fn wire_announcements_that_cannot_be_true_are_refused() {
+        let gw: IpAddr = "10.0.2.254".parse().unwrap();
+        let configured = [2, 0, 0, 0, 9, 9];
+        let r = Routing::build(
+            ports(),
+            &[],
+            &[(1, gw, configured)],
+            small(),
+            small(),
+            neighbors(64),
+        )
+        .unwrap();
+        let host: IpAddr = "10.0.1.77".parse().unwrap();
+        let host6: IpAddr = "2001:db8:1::77".parse().unwrap();
+        for bad in [
+            [0x01, 0, 0x5e, 0, 0, 1],
+            [0x33, 0x33, 0, 0, 0, 1],
+            [0xff; 6],
+            [0; 6],
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+        ] {
+            assert_eq!(r.learn_from_wire(0, host, bad), Announced::Bogus, "{bad:?}");
+            assert_eq!(
+                r.learn_from_wire(0, host6, bad),
+                Announced::Bogus,
+                "{bad:?}"
+            );
+        }
+        for own in ["10.0.1.1", "10.0.2.1", "2001:db8:1::1"] {
+            let own: IpAddr = own.parse().unwrap();
+            assert_eq!(
+                r.learn_from_wire(0, own, [2, 0, 0, 0, 7, 7]),
+                Announced::Bogus
+            );
+        }
+        assert_eq!(
+            r.learn_from_wire(1, gw, [2, 0, 0, 0, 6, 6]),
+            Announced::Ignored
+        );
+        let k = neighbor::key(1, gw);
+        assert_eq!(r.neighbors.get(&k), NeighborState::Resolved(configured));
+        assert_eq!(
+            r.learn_from_wire(0, host, [2, 0, 0, 0, 7, 7]),
+            Announced::Learned
+        );
+        assert_eq!(
+            r.neighbors.get(&neighbor::key(0, host)),
+            NeighborState::Resolved([2, 0, 0, 0, 7, 7])
+        );
     }
 
     #[test]

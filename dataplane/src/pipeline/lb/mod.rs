@@ -21,7 +21,10 @@
 //! with the VIP as source) quote a packet of a flow: they are balanced by
 //! that flow's reversed tuple, so they reach the flow's backend. Fragments:
 //! per service, dropped (`lb_fragment`), or every packet of the service is
-//! hashed without ports (`fragments = "three_tuple"`).
+//! hashed without ports (`fragments = "three_tuple"`); a later fragment,
+//! which has no ports, belongs to its VIP's one service for its protocol
+//! (with several, it is dropped: which one cannot be told). A packet from a
+//! source `route` would not forward from is left to `route` to drop.
 //!
 //! A packet that does not fit the path to its backend once encapsulated is
 //! dropped as `too_big`; with DF set (always for IPv6) its buffer becomes an
@@ -39,6 +42,8 @@ mod encap;
 pub mod icmp;
 mod plain;
 
+use super::parse::{fragment_v4, fragment_v6};
+use super::route::martians::{v4_martian, v6_martian, v6_scope_martian};
 use super::route::FastTx;
 use super::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
@@ -220,28 +225,29 @@ impl LbState {
         ctx: &StageCtx,
     ) {
         let k = lane.keys[i];
+        let (src, dst) = (lane.src[i], lane.dst[i]);
+        if v4_martian(src, dst).is_some() {
+            return; // `route` drops it (`bad_address`)
+        }
         let proto = k.head as u8;
         let sport = u16::from_be((k.head >> 32) as u16);
         let dport = u16::from_be((k.head >> 48) as u16);
-        let Some(si) = t.service_in(r, proto, dport) else {
+        let data = p.data();
+        // MF and the offset: a plain frame holds the whole header.
+        let frag_bits = u16::from_be_bytes([data[20], data[21]]) & 0x3fff;
+        let Some((si, sure)) = t.service_of(r, proto, dport, frag_bits & 0x1fff != 0) else {
             if proto == PROTO_ICMP {
                 lane.materialize_meta(p, m, i);
                 self.icmp_error(t, p, m, lane, i, ctx);
             }
             return;
         };
-        let (src, dst) = (lane.src[i], lane.dst[i]);
-        let data = p.data();
-        let frag = u16::from_be_bytes([data[20], data[21]]) & 0x3fff != 0;
         let s = &t.services[si];
-        let (sport, dport) = match s.fragments {
-            FragPolicy::ThreeTuple => (0, 0),
-            FragPolicy::Drop if frag => {
-                self.counters.services[si].fragments.add(1);
-                lane.decide(m, i, Verdict::Drop(DropReason::LbFragment));
-                return;
-            }
-            FragPolicy::Drop => (sport, dport),
+        let Some((sport, dport)) = fragment_ports(s.fragments, sure, frag_bits != 0, sport, dport)
+        else {
+            self.counters.services[si].fragments.add(1);
+            lane.decide(m, i, Verdict::Drop(DropReason::LbFragment));
+            return;
         };
         let closing = if proto == PROTO_TCP {
             tcp_closing(data.get(14 + 20 + 13).copied().unwrap_or(0))
@@ -285,23 +291,30 @@ impl LbState {
             t.vip4_range(m.key.dst_v4())
         };
         let Some(r) = r else { return };
+        if martian_source(m, v6) {
+            return; // `route` drops it (`bad_address`)
+        }
         let proto = m.key.proto;
-        let Some(si) = t.service_in(r, proto, m.key.dport()) else {
+        let nonfirst = m.flags & meta_flags::FRAGMENT != 0;
+        let Some((si, sure)) = t.service_of(r, proto, m.key.dport(), nonfirst) else {
             if proto == PROTO_ICMP || proto == PROTO_ICMPV6 {
                 self.icmp_error(t, p, m, lane, i, ctx);
             }
             return;
         };
         let s = &t.services[si];
-        let frag = m.flags & meta_flags::FRAGMENT != 0 || is_first_fragment(p.data(), m);
-        let (sport, dport) = match s.fragments {
-            FragPolicy::ThreeTuple => (0, 0),
-            FragPolicy::Drop if frag => {
-                self.counters.services[si].fragments.add(1);
-                m.verdict = Verdict::Drop(DropReason::LbFragment);
-                return;
-            }
-            FragPolicy::Drop => (m.key.sport(), m.key.dport()),
+        let frag = nonfirst
+            || if v6 {
+                fragment_v6(p.data(), m)
+            } else {
+                fragment_v4(p.data(), m)
+            };
+        let Some((sport, dport)) =
+            fragment_ports(s.fragments, sure, frag, m.key.sport(), m.key.dport())
+        else {
+            self.counters.services[si].fragments.add(1);
+            m.verdict = Verdict::Drop(DropReason::LbFragment);
+            return;
         };
         let closing = if proto == PROTO_TCP && m.l4_off != 0 {
             tcp_closing(
@@ -573,14 +586,36 @@ fn tcp_closing(flags: u8) -> u8 {
         | (if flags & 0x04 != 0 { ct_flags::RST } else { 0 })
 }
 
-/// An IPv4 first fragment (MF set, offset 0): `Meta::flags` marks only the
-/// later ones.
-fn is_first_fragment(data: &[u8], m: &Meta) -> bool {
-    if m.l3 != L3::Ipv4 {
-        return false; // IPv6 fragments: parse marks every one
+/// The ports a packet of a service with fragment policy `policy` is
+/// balanced by, or `None` when it is dropped as `lb_fragment`: with
+/// `three_tuple` every packet by none (so a datagram's fragments follow
+/// its flow), unless it is a non-first fragment whose service is not
+/// `sure` (`LbTables::service_of`); with `drop` every fragment, first or
+/// later, is dropped.
+#[inline(always)]
+fn fragment_ports(
+    policy: FragPolicy,
+    sure: bool,
+    fragment: bool,
+    sport: u16,
+    dport: u16,
+) -> Option<(u16, u16)> {
+    match policy {
+        FragPolicy::ThreeTuple if sure => Some((0, 0)),
+        _ if fragment => None,
+        _ => Some((sport, dport)),
     }
-    let at = usize::from(m.l3_off) + 6;
-    data.get(at).is_some_and(|b| b & 0x20 != 0)
+}
+
+/// A source `route` would refuse to forward from (`bad_address`): the lb
+/// leaves such a packet to it rather than hand it to a backend.
+fn martian_source(m: &Meta, v6: bool) -> bool {
+    if v6 {
+        v6_martian(Ipv6Addr::from(m.key.src), Ipv6Addr::from(m.key.dst))
+            || v6_scope_martian(&m.key.src, &m.key.dst)
+    } else {
+        v4_martian(m.key.src_v4(), m.key.dst_v4()).is_some()
+    }
 }
 
 fn flow_of(

@@ -29,6 +29,7 @@
 use super::encap::encap_v4_plain;
 use super::{tcp_closing, Flow, LbState, PROTO_ICMP, PROTO_TCP};
 use crate::burst::{Burst, BURST_SIZE};
+use crate::pipeline::route::martians::v4_martian;
 use crate::pipeline::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3,
 };
@@ -127,6 +128,18 @@ impl LbState {
             let Some((first, count)) = t.vip4_range(dst) else {
                 continue;
             };
+            let Some(p) = pkts.get(i) else { continue };
+            // MF and the fragment offset (a plain frame holds the header).
+            let frag_bits = p
+                .data()
+                .get(20..22)
+                .map_or(0x3fff, |f| u16::from_be_bytes([f[0], f[1]]) & 0x3fff);
+            // A later fragment has no ports to find its service by, and a
+            // martian source is `route`'s to drop: the general code.
+            if frag_bits & 0x1fff != 0 || v4_martian(lane.src[i], dst).is_some() {
+                others |= bit;
+                continue;
+            }
             let head = lane.keys[i].head;
             let proto = head as u8;
             let dport = u16::from_be((head >> 48) as u16);
@@ -137,13 +150,7 @@ impl LbState {
                 continue;
             };
             let s: Service4 = t.services4[si];
-            let Some(p) = pkts.get(i) else { continue };
-            // Flags and fragment offset (a plain frame holds the header).
-            let frag = p
-                .data()
-                .get(20..22)
-                .is_none_or(|f| u16::from_be_bytes([f[0], f[1]]) & 0x3fff != 0);
-            if !s.ipip4 || (frag && !s.three_tuple) {
+            if !s.ipip4 || (frag_bits != 0 && !s.three_tuple) {
                 others |= bit;
                 continue;
             }

@@ -17,7 +17,7 @@ static V4_TOP: [u8; 256] = {
         if i >= 224 {
             t[i] |= DST_LOCAL | SRC_BAD;
         }
-        if i == 127 {
+        if i == 0 || i == 127 {
             t[i] |= SRC_BAD;
         }
         i += 1;
@@ -29,11 +29,11 @@ static V4_TOP: [u8; 256] = {
 /// (0/8, 127/8: `bad_address`; the limited broadcast 255.255.255.255:
 /// `broadcast`; the rest of 224/3, multicast and reserved, handled as local
 /// but not answered: `local_unhandled`), then sources that must not appear
-/// on the wire (127/8, 224/3: `bad_address`, 5.3.7). One table load per
+/// on the wire (0/8, 127/8, 224/3: `bad_address`, 5.3.7). One table load per
 /// address: every forwarded packet passes here. (Subnet broadcasts are
 /// found by the lookup: see the stage's doc.)
 #[inline(always)]
-pub(super) fn v4_martian(src: u32, dst: u32) -> Option<DropReason> {
+pub(crate) fn v4_martian(src: u32, dst: u32) -> Option<DropReason> {
     let f = (V4_TOP[(dst >> 24) as usize] & (DST_BAD | DST_LOCAL))
         | (V4_TOP[(src >> 24) as usize] & SRC_BAD);
     if f == 0 {
@@ -57,10 +57,11 @@ fn v4_martian_reason(f: u8, dst: u32) -> DropReason {
 }
 
 /// The IPv6 counterpart of [`v4_martian`]'s `bad_address` cases: a multicast
-/// source, or a loopback or unspecified destination.
+/// or loopback source (RFC 4291 2.5.3: never sent outside a node), or a
+/// loopback or unspecified destination.
 #[inline(always)]
-pub(super) fn v6_martian(src: Ipv6Addr, dst: Ipv6Addr) -> bool {
-    src.is_multicast() || dst.is_loopback() || dst.is_unspecified()
+pub(crate) fn v6_martian(src: Ipv6Addr, dst: Ipv6Addr) -> bool {
+    src.is_multicast() || src.is_loopback() || dst.is_loopback() || dst.is_unspecified()
 }
 
 /// What must not be forwarded off its link (RFC 4291 2.5.2, 2.5.6), checked
@@ -68,7 +69,7 @@ pub(super) fn v6_martian(src: Ipv6Addr, dst: Ipv6Addr) -> bool {
 /// link-local (fe80::/10) source, or a link-local destination. (Packets to
 /// us may come from link-local and unspecified sources: NDP, DAD.)
 #[inline(always)]
-pub(super) fn v6_scope_martian(src: &[u8; 16], dst: &[u8; 16]) -> bool {
+pub(crate) fn v6_scope_martian(src: &[u8; 16], dst: &[u8; 16]) -> bool {
     let link_local = |a: &[u8; 16]| a[0] == 0xfe && a[1] & 0xc0 == 0x80;
     link_local(src) || link_local(dst) || *src == [0; 16]
 }
@@ -88,7 +89,7 @@ mod tests {
                     Some(DropReason::BadAddress)
                 } else if d >= 224 {
                     Some(DropReason::LocalUnhandled)
-                } else if s == 127 || s >= 224 {
+                } else if s == 0 || s == 127 || s >= 224 {
                     Some(DropReason::BadAddress)
                 } else {
                     None

@@ -34,7 +34,7 @@
 //! TTL/hop-limit rewrite is `wire`'s ([`decrement_ttl_v4`],
 //! [`crate::wire::ipv6::decrement_hop_limit`]), shared with the header views.
 mod lookups;
-mod martians;
+pub(crate) mod martians;
 #[cfg(test)]
 mod pmtu_tests;
 
@@ -822,6 +822,170 @@ mod address_tests {
         let (v, arp) = verdicts(&[udp4(LAN, [10, 0, 2, 254])]);
         assert_eq!(v, [Verdict::Tx(1)], "its buffer carries the ARP request");
         assert_eq!(arp, 1);
+    }
+
+    fn udp4_from(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
+        let mut v = Vec::new();
+        PacketBuilder::ethernet2(HOST, LAN)
+            .ipv4(src, dst, ttl)
+            .udp(4000, 5000)
+            .write(&mut v, &[0xab; 18])
+            .unwrap();
+        v
+    }
+
+    fn arp_request(sender_mac: [u8; 6], sender_ip: [u8; 4], target_ip: [u8; 4]) -> Vec<u8> {
+        let mut v = vec![0xff; 6];
+        v.extend_from_slice(&HOST);
+        v.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+        v.extend_from_slice(&sender_mac);
+        v.extend_from_slice(&sender_ip);
+        v.extend_from_slice(&[0; 6]);
+        v.extend_from_slice(&target_ip);
+        v.resize(60, 0);
+        v
+    }
+
+    /// RFC 1812 5.3.7 / RFC 4291 2.5.3: sources on network 0 and the IPv6
+    /// loopback are not forwarded (nor answered).
+    #[test]
+    fn invalid_sources_are_not_forwarded() {
+        let (v, _) = verdicts(&[
+            udp4_from([0, 0, 0, 0], [198, 18, 1, 5], 64),
+            udp4_from([0, 1, 2, 3], [198, 18, 1, 5], 64),
+            udp6(LAN, "::1", "2001:db8:100::1"),
+            udp4_from([10, 0, 1, 50], [198, 18, 1, 5], 64),
+        ]);
+        use DropReason::BadAddress;
+        assert_eq!(
+            v,
+            [
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Tx(1),
+            ]
+        );
+    }
+
+    /// A connected subnet's broadcast address is no host: no time exceeded
+    /// and no echo reply goes to it (RFC 1812 4.3.2.7, RFC 1122 3.2.2.6);
+    /// a host beside it gets both.
+    #[test]
+    fn no_icmp_to_a_subnet_broadcast_source() {
+        let echo = |src: [u8; 4]| {
+            let mut v = Vec::new();
+            PacketBuilder::ethernet2(HOST, LAN)
+                .ipv4(src, [10, 0, 1, 1], 64)
+                .icmpv4_echo_request(7, 1)
+                .write(&mut v, b"ping")
+                .unwrap();
+            v
+        };
+        let (v, _) = verdicts(&[
+            udp4_from([10, 0, 1, 255], [198, 18, 1, 5], 1),
+            echo([10, 0, 1, 255]),
+            udp4_from([10, 0, 1, 50], [198, 18, 1, 5], 1),
+            echo([10, 0, 1, 50]),
+        ]);
+        assert_eq!(
+            v,
+            [
+                Verdict::Drop(DropReason::TtlExceeded),
+                Verdict::Drop(DropReason::BadAddress),
+                Verdict::Tx(0),
+                Verdict::Tx(0),
+            ]
+        );
+    }
+
+    /// ARP from a sender that cannot be a neighbour (a group, zero or our
+    /// own MAC; our own address) is neither learned nor answered.
+    #[test]
+    fn arp_from_impossible_senders_is_dropped() {
+        let us = [10, 0, 1, 1];
+        let host = [10, 0, 1, 50];
+        let (v, _) = verdicts(&[
+            arp_request([0x01, 0, 0x5e, 0, 0, 1], host, us),
+            arp_request([0xff; 6], host, us),
+            arp_request([0; 6], host, us),
+            arp_request(LAN, host, us),
+            arp_request(HOST, us, us),
+            arp_request(HOST, host, us),
+        ]);
+        use DropReason::BadAddress;
+        assert_eq!(
+            v,
+            [
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Tx(0),
+            ]
+        );
+    }
+
+    /// A neighbour solicitation from `src` for `target` (to its
+    /// solicited-node group), with `lladdr` as its source link-layer option.
+    fn ns(src: &str, target: &str, lladdr: Option<[u8; 6]>) -> Vec<u8> {
+        use crate::wire::{Icmpv6Packet, Icmpv6Repr, MacAddr};
+        let (src, target): (std::net::Ipv6Addr, std::net::Ipv6Addr) =
+            (src.parse().unwrap(), target.parse().unwrap());
+        let t = target.octets();
+        let dst = std::net::Ipv6Addr::new(
+            0xff02,
+            0,
+            0,
+            0,
+            0,
+            1,
+            0xff00 | u16::from(t[13]),
+            u16::from_be_bytes([t[14], t[15]]),
+        );
+        let repr = Icmpv6Repr::NeighborSolicit {
+            target,
+            source_lladdr: lladdr.map(MacAddr),
+        };
+        let n = repr.buffer_len();
+        let mut v = vec![0x33, 0x33, 0xff, t[13], t[14], t[15]];
+        v.extend_from_slice(&HOST);
+        v.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+        v.extend_from_slice(&(n as u16).to_be_bytes());
+        v.extend_from_slice(&[58, 255]);
+        v.extend_from_slice(&src.octets());
+        v.extend_from_slice(&dst.octets());
+        let at = v.len();
+        v.resize(at + n, 0);
+        repr.emit(&src, &dst, &mut Icmpv6Packet::new_unchecked(&mut v[at..]));
+        v
+    }
+
+    /// NDP is believed as ARP is (`arp_from_impossible_senders_is_dropped`),
+    /// and a solicitation from the unspecified address (duplicate address
+    /// detection) must carry no source link-layer option (RFC 4861 7.1.1).
+    #[test]
+    fn neighbor_solicitations_from_impossible_senders_are_dropped() {
+        let us = "2001:db8:1::1";
+        let (v, _) = verdicts(&[
+            ns("::", us, Some(HOST)),
+            ns("2001:db8:1::50", us, Some([0x33, 0x33, 0, 0, 0, 1])),
+            ns("2001:db8:1::50", us, Some(LAN)),
+            ns("::", us, None),
+            ns("2001:db8:1::50", us, Some(HOST)),
+        ]);
+        use DropReason::BadAddress;
+        assert_eq!(
+            v,
+            [
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Tx(0),
+                Verdict::Tx(0),
+            ]
+        );
     }
 
     /// RFC 4291 2.5.6: link-local and unspecified sources and link-local

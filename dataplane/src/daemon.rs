@@ -103,7 +103,7 @@ pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool
     }
     args.push("-m".into());
     args.push(cfg.eal.memory_mb.get_ref().to_string());
-    args.push(format!("--file-prefix={}", cfg.eal.file_prefix));
+    args.push(format!("--file-prefix={}", cfg.eal.file_prefix.get_ref()));
     if cfg.eal.no_telemetry {
         args.push("--no-telemetry".into());
     }
@@ -122,6 +122,9 @@ pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool
     }
     args.extend(cfg.eal.args.iter().cloned());
     args.extend(overrides.iter().cloned());
+    // `check` saw the config's prefixes; this is the one EAL will use.
+    config::check_file_prefix(&crate::dpdk::eal::file_prefix_of(&args))
+        .map_err(|e| anyhow::anyhow!("--file-prefix: {e}"))?;
     Ok((args, huge))
 }
 
@@ -755,7 +758,7 @@ pub fn run(
         Arc::clone(&stop),
     );
     register_telemetry(&reloader, &worker_stats, dist_stats.clone());
-    let control = match eal.runtime_dir() {
+    let mut control = match eal.runtime_dir() {
         Some(dir) => match ControlSocket::bind(Path::new(&dir)) {
             Ok(s) => {
                 tracing::info!(path = %s.path().display(), "control socket ready");
@@ -835,7 +838,7 @@ pub fn run(
                 reload_client = Some(None);
             }
         }
-        while let Some(req) = control.as_ref().and_then(ControlSocket::poll) {
+        while let Some(req) = control.as_mut().and_then(ControlSocket::poll) {
             let answer = match req.line.split_once(' ').unwrap_or((&req.line, "")) {
                 ("reload", path) => {
                     let path = (!path.trim().is_empty()).then(|| PathBuf::from(path.trim()));

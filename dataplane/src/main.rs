@@ -202,7 +202,9 @@ fn daemon_prefix(config: Option<&std::path::Path>, prefix: Option<String>) -> Re
         return Ok(p);
     }
     let Some(path) = config else {
-        return Ok(dataplane::config::EalConfig::default().file_prefix);
+        return Ok(dataplane::config::EalConfig::default()
+            .file_prefix
+            .into_inner());
     };
     let src =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -214,7 +216,11 @@ fn daemon_prefix(config: Option<&std::path::Path>, prefix: Option<String>) -> Re
         .and_then(|e| e.get("file_prefix"))
         .and_then(|p| p.as_str())
         .map_or_else(
-            || dataplane::config::EalConfig::default().file_prefix,
+            || {
+                dataplane::config::EalConfig::default()
+                    .file_prefix
+                    .into_inner()
+            },
             str::to_owned,
         ))
 }

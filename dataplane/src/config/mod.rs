@@ -297,6 +297,29 @@ pub fn device_name(device: &str) -> &str {
     device.split(',').next().unwrap_or(device).trim()
 }
 
+/// Why `prefix` cannot be an EAL `--file-prefix`, if it cannot. EAL makes
+/// it a directory name under its runtime directory and the start of its
+/// hugepage files' names, and accepts a path (`..` included) that puts
+/// them anywhere; its own limit is a length error with the usage text. So:
+/// 1 to 64 letters, digits, `_`, `-` and `.`, not starting with a `.`.
+pub fn check_file_prefix(prefix: &str) -> Result<(), String> {
+    const MAX: usize = 64;
+    if prefix.is_empty() || prefix.len() > MAX {
+        return Err(format!(
+            "a file prefix of {} characters: it must have 1 to {MAX}",
+            prefix.len()
+        ));
+    }
+    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if prefix.starts_with('.') || !prefix.chars().all(ok) {
+        return Err(format!(
+            "`{prefix}` as a file prefix: use letters, digits, `_`, `-` and `.` (not first); \
+             EAL makes it a file and directory name"
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `device` is a virtual device (passed to EAL with `--vdev`).
 pub fn is_vdev(device: &str) -> bool {
     device_name(device).starts_with("net_") || device_name(device).starts_with("eth_")

@@ -111,8 +111,9 @@ pub struct EalConfig {
     pub hugepages: Hugepages,
     /// Memory EAL reserves (`-m`), MiB.
     pub memory_mb: Spanned<u32>,
-    /// `--file-prefix`: separates concurrent DPDK processes.
-    pub file_prefix: String,
+    /// `--file-prefix`: separates concurrent DPDK processes (checked by
+    /// [`super::check_file_prefix`]).
+    pub file_prefix: Spanned<String>,
     /// CPU of the main (control/stats) thread.
     pub control_core: Spanned<u32>,
     /// Disable DPDK's telemetry socket (on by default).
@@ -125,7 +126,7 @@ impl Default for EalConfig {
             args: Vec::new(),
             hugepages: Hugepages::Auto,
             memory_mb: Spanned::new(0..0, 512),
-            file_prefix: "dataplane".into(),
+            file_prefix: Spanned::new(0..0, "dataplane".into()),
             control_core: Spanned::new(0..0, 0),
             no_telemetry: false,
         }

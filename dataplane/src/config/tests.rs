@@ -1046,3 +1046,38 @@ fn more_ports_than_dpdk_holds() {
     assert_eq!((line, field), (at, format!("port[{max}]")));
     assert!(message.contains(&format!("at most {max}")), "{message}");
 }
+
+/// A file prefix becomes EAL's directory and hugepage file names: `..`, a
+/// `/`, nothing or too much is refused where it is written.
+#[test]
+fn file_prefix_must_be_a_plain_name() {
+    for prefix in ["../x", "a/b", "", ".hidden", "sp ace"] {
+        let src = bad(
+            "file_prefix = \"t\"",
+            &format!("file_prefix = \"{prefix}\""),
+        );
+        let (line, field, msg) = err(&src);
+        assert_eq!(
+            (line, field.as_str()),
+            (4, "eal.file_prefix"),
+            "{prefix}: {msg}"
+        );
+        assert!(msg.contains("file prefix"), "{msg}");
+    }
+    let long = "p".repeat(65);
+    let (_, field, msg) = err(&bad(
+        "file_prefix = \"t\"",
+        &format!("file_prefix = \"{long}\""),
+    ));
+    assert_eq!(field, "eal.file_prefix");
+    assert!(msg.contains("1 to 64"), "{msg}");
+    let (_, field, _) = err(&bad(
+        "args = [\"--log-level=lib.eal:debug\"]",
+        "args = [\"--file-prefix=../y\"]",
+    ));
+    assert_eq!(field, "eal.args");
+    for ok in ["dp-test_1.a", "t"] {
+        let src = bad("file_prefix = \"t\"", &format!("file_prefix = \"{ok}\""));
+        Config::parse(&src, "test.toml").unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}

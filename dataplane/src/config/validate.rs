@@ -8,6 +8,14 @@ use toml::Spanned;
 
 impl Config {
     pub(super) fn validate(&self, loc: &Locator) -> Result<Resolved, ConfigError> {
+        let prefix = &self.eal.file_prefix;
+        super::check_file_prefix(prefix.get_ref())
+            .map_err(|e| loc.error(prefix.span(), Some("eal.file_prefix".into()), e))?;
+        let in_args = crate::dpdk::eal::file_prefix_of(&self.eal.args);
+        if self.eal.args.iter().any(|a| a.starts_with("--file-prefix")) {
+            super::check_file_prefix(&in_args)
+                .map_err(|e| loc.error(0..0, Some("eal.args".into()), e))?;
+        }
         if self.ports.is_empty() {
             return Err(loc.error(
                 0..0,

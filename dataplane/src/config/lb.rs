@@ -210,8 +210,17 @@ impl Config {
                     ),
                 ));
             }
+            let name = s.name.clone().unwrap_or_else(|| key.to_string());
+            // The report, the log and the stats line name services.
+            if services.iter().any(|o: &ServiceSpec| o.name == name) {
+                return Err(loc.error(
+                    s.vip.span(),
+                    field("name"),
+                    format!("service name `{name}` is used twice"),
+                ));
+            }
             services.push(ServiceSpec {
-                name: s.name.clone().unwrap_or_else(|| key.to_string()),
+                name,
                 key,
                 method,
                 table_size: n,

@@ -419,6 +419,30 @@ fn router_config_errors_name_line_and_field() {
     let (line, field, msg) = err(&router_bad(r#"ip = "10.0.1.2""#, r#"ip = "10.0.1.255""#));
     assert_eq!((line, field.as_str()), (37, "route.neighbor[0].ip"));
     assert!(msg.contains("broadcast address"), "{msg}");
+    // Nor are the subnet's own address, the router's own, or a group MAC.
+    let (line, field, msg) = err(&router_bad(
+        r#"via = ["10.0.1.2", "10.0.2.2"]"#,
+        r#"via = ["10.0.1.2", "10.0.2.0"]"#,
+    ));
+    assert_eq!((line, field.as_str()), (30, "route.static[0].via"));
+    assert!(msg.contains("10.0.2.0 is the network address"), "{msg}");
+    let (_, field, msg) = err(&router_bad(
+        r#"via = ["10.0.1.2", "10.0.2.2"]"#,
+        r#"via = ["10.0.1.2", "10.0.2.1"]"#,
+    ));
+    assert_eq!(field, "route.static[0].via");
+    assert!(msg.contains("this router's own address"), "{msg}");
+    let (_, field, msg) = err(&router_bad(r#"ip = "10.0.1.2""#, r#"ip = "10.0.1.1""#));
+    assert_eq!(field, "route.neighbor[0].ip");
+    assert!(msg.contains("own address"), "{msg}");
+    let (line, field, msg) = err(&router_bad(
+        r#"mac = "02:00:00:00:00:01"
+"#,
+        r#"mac = "ff:ff:ff:ff:ff:ff"
+"#,
+    ));
+    assert_eq!((line, field.as_str()), (37, "route.neighbor[0].mac"));
+    assert!(msg.contains("unicast"), "{msg}");
     let (_, field, msg) = err(&router_bad(
         r#"src = "10.9.0.0/16""#,
         r#"src = "2001:db8::/32"

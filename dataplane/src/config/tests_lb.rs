@@ -187,6 +187,17 @@ fn ports_need_a_protocol_with_ports() {
 }
 
 #[test]
+fn service_names_are_unique() {
+    let (line, field, msg) = lb_err(
+        "[[lb.service]]\nvip = \"198.18.0.10\"",
+        "[[lb.service]]\nname = \"dns\"\nvip = \"198.18.0.10\"",
+    );
+    assert_eq!(field, "lb.service[1].name");
+    assert_eq!(line, line_of("198.18.0.53") + 1, "one line added above it");
+    assert!(msg.contains("`dns` is used twice"), "{msg}");
+}
+
+#[test]
 fn a_service_is_configured_once() {
     let src = LB
         .replacen(r#"vip = "198.18.0.53""#, r#"vip = "198.18.0.10""#, 1)

@@ -554,7 +554,38 @@ impl Config {
                 p.ipv6.iter().any(|c| c.get_ref().contains(a)) || a.segments()[0] & 0xffc0 == 0xfe80
             }
         };
+        let own = self.ports.iter().any(|p| match ip {
+            std::net::IpAddr::V4(a) => p.ipv4.iter().any(|c| c.get_ref().addr == a),
+            std::net::IpAddr::V6(a) => p.ipv6.iter().any(|c| c.get_ref().addr == a),
+        });
+        if own {
+            return Err(loc.error(
+                span,
+                Some(field.into()),
+                format!(
+                    "{ip} is this router's own address: it cannot be a neighbour or a next hop"
+                ),
+            ));
+        }
         if let std::net::IpAddr::V4(a) = ip {
+            let network = self.ports.iter().find_map(|p| {
+                p.ipv4.iter().find(|c| {
+                    let c = c.get_ref();
+                    c.len <= 30 && u32::from(a) == u32::from(c.addr) & (u32::MAX << (32 - c.len))
+                })
+            });
+            if let Some(c) = network {
+                return Err(loc.error(
+                    span,
+                    Some(field.into()),
+                    format!(
+                        "{ip} is the network address of {}/{}: it cannot be a neighbour or a \
+                         next hop",
+                        c.get_ref().addr,
+                        c.get_ref().len
+                    ),
+                ));
+            }
             let bcast = self.ports.iter().find_map(|p| {
                 p.ipv4.iter().find(|c| {
                     let c = c.get_ref();
@@ -691,6 +722,13 @@ impl Config {
                 )
             })?;
             let p = self.nexthop_port(loc, res, ip, n.port.as_ref(), n.ip.span(), &field)?;
+            if !crate::tables::routing::usable_neighbor_mac(n.mac.0) {
+                return Err(loc.error(
+                    n.ip.span(),
+                    Some(format!("route.neighbor[{i}].mac")),
+                    "a neighbour's MAC must be unicast and not zero".into(),
+                ));
+            }
             res.neighbors.push((p, ip, n.mac.0));
         }
         Ok(())

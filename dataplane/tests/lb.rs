@@ -1206,3 +1206,52 @@ fn martian_sources_are_not_balanced() {
         assert_eq!(r.counters("v6")["counters"]["packets"], 0);
     }
 }
+
+/// An ICMPv6 packet too big about a flow's reply (VIP -> client) that
+/// carries extension headers before TCP reaches the flow's backend.
+#[test]
+fn icmpv6_errors_quoting_extension_headers_reach_the_flows_backend() {
+    let lb = "[[lb.service]]\nname = \"v6\"\nvip = \"2001:db8:f::10\"\nproto = \"tcp\"\n\
+              port = 443\nsource = \"2001:db8:d::1\"\n"
+        .to_owned()
+        + &(1..=8)
+            .map(|i| format!("[[lb.service.backend]]\naddress = \"2001:db8:e::{i}\"\n"))
+            .collect::<String>();
+    let vip: [u8; 16] = "2001:db8:f::10"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
+    let outer_dst = |f: &[u8]| -> [u8; 16] { f[38..54].try_into().unwrap() };
+    for lane in [true, false] {
+        let mut r = Router::with_lane(&config(&lb), lane);
+        for k in 1..=20u8 {
+            let flow = tcp6(k, vip, 443, false);
+            let client: [u8; 16] = flow[22..38].try_into().unwrap();
+            let out = r.run(0, &[flow]);
+            assert_eq!(out.sent.len(), 1, "lane {lane}");
+            let backend = outer_dst(&out.sent[0].1);
+            // The reply as quoted: IPv6, Destination Options, TCP 443 -> 20000.
+            let mut quote = vec![0x60, 0, 0, 0, 0, 28, 60, 64];
+            quote.extend_from_slice(&vip);
+            quote.extend_from_slice(&client);
+            quote.extend_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]);
+            quote.extend_from_slice(&443u16.to_be_bytes());
+            quote.extend_from_slice(&20_000u16.to_be_bytes());
+            quote.extend_from_slice(&[0; 16]);
+            let mut ptb = Vec::new();
+            let router: [u8; 16] = "2001:db8:77::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets();
+            PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+                .ipv6(router, vip, 60)
+                .icmpv6(etherparse::Icmpv6Type::PacketTooBig { mtu: 1280 })
+                .write(&mut ptb, &quote)
+                .unwrap();
+            let out = r.run(0, &[ptb]);
+            assert_eq!(out.sent.len(), 1, "lane {lane}: {:?}", out.dropped);
+            assert_eq!(outer_dst(&out.sent[0].1), backend, "lane {lane}");
+        }
+        assert_eq!(r.counters("v6")["counters"]["icmp_steered"], 20);
+    }
+}

@@ -241,7 +241,7 @@ fn time_exceeded_v4(orig: &[u8], from: [u8; 4]) -> Vec<u8> {
 fn time_exceeded_v6(orig: &[u8], from: [u8; 16]) -> Vec<u8> {
     let ip = &orig[14..];
     let plen = u16::from_be_bytes([ip[4], ip[5]]) as usize;
-    let quote = &ip[..(40 + plen).min(256)];
+    let quote = &ip[..(40 + plen).min(1232)];
     let src: [u8; 16] = ip[8..24].try_into().unwrap();
     let icmp = Icmpv6Header::with_checksum(
         Icmpv6Type::TimeExceeded(icmpv6::TimeExceededCode::HopLimitExceeded),

@@ -564,18 +564,6 @@ impl ErrorV6 {
         }
     }
 
-    /// How much of the invoking packet the error quotes. RFC 4443 asks for
-    /// as much as fits a minimum-MTU (1280-byte) reply: a packet too big
-    /// gets that ([`MAX_ERROR_QUOTE`]), since a host matching it to a
-    /// socket may need the headers past extension headers; a time exceeded
-    /// is kept to 256 bytes, plenty to identify the flow.
-    fn max_quote(self) -> usize {
-        match self {
-            ErrorV6::TimeExceeded => 256,
-            ErrorV6::PacketTooBig { .. } => MAX_ERROR_QUOTE,
-        }
-    }
-
     fn repr(self, quote: &[u8]) -> Icmpv6Repr<'_> {
         match self {
             ErrorV6::TimeExceeded => Icmpv6Repr::TimeExceeded {
@@ -675,7 +663,10 @@ pub(crate) fn write_error_v6<P: PacketBuf>(
         return Err(reason);
     }
     let mut quote = [0u8; MAX_ERROR_QUOTE];
-    let qlen = (end - l3).min(kind.max_quote());
+    // As much as fits a minimum-MTU (1280-byte) reply, as RFC 4443 2.4 (c)
+    // asks (a host matching it to a socket may need what follows extension
+    // headers).
+    let qlen = (end - l3).min(MAX_ERROR_QUOTE);
     quote[..qlen].copy_from_slice(&pkt.data()[l3..l3 + qlen]);
     let icmp = kind.repr(&quote[..qlen]);
     let ip = Ipv6Repr {

@@ -4,6 +4,7 @@
 use super::super::local::{write_error_v4, write_error_v6, ErrorV4, ErrorV6, IcmpLimiter};
 use super::super::{Lane, Meta, PacketBuf, StageCtx, Verdict, L3};
 use super::reparse;
+use crate::wire::{walk_extensions, IpProtocol};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The packet an ICMP error quotes, as it was sent (IPv4 addresses in the
@@ -36,7 +37,17 @@ pub fn quoted_flow(data: &[u8], m: &Meta, v6: bool) -> Option<Quoted> {
             return None;
         }
         let a = |at: usize| u128::from_be_bytes(h[at..at + 16].try_into().expect("16 bytes"));
-        (a(8), a(24), h[6], inner + 40)
+        // The quoted packet's extension headers, as far as the quote goes.
+        let walk = walk_extensions(IpProtocol::from(h[6]), data.get(inner + 40..)?).ok()?;
+        if walk.is_non_first_fragment {
+            return None;
+        }
+        (
+            a(8),
+            a(24),
+            u8::from(walk.protocol),
+            inner + 40 + walk.l4_offset,
+        )
     } else {
         if !matches!(ty, 3 | 11 | 12) {
             return None;

@@ -208,9 +208,16 @@ fn daemon_prefix(config: Option<&std::path::Path>, prefix: Option<String>) -> Re
     };
     let src =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let table: toml::Table = src
-        .parse()
-        .with_context(|| format!("{}: not TOML", path.display()))?;
+    let Ok(table) = src.parse::<toml::Table>() else {
+        // `check`'s file:line:field error for it.
+        let e = dataplane::config::Config::parse(&src, &path.display().to_string())
+            .err()
+            .map_or_else(
+                || format!("{}: not TOML", path.display()),
+                |e| e.to_string(),
+            );
+        anyhow::bail!("{e}");
+    };
     Ok(table
         .get("eal")
         .and_then(|e| e.get("file_prefix"))

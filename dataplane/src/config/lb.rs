@@ -59,6 +59,19 @@ impl Config {
                     format!("{vip} cannot be a virtual address"),
                 ));
             }
+            let router_owns = |a: IpAddr| {
+                self.ports.iter().any(|p| match a {
+                    IpAddr::V4(a) => p.ipv4.iter().any(|c| c.get_ref().addr == a),
+                    IpAddr::V6(a) => p.ipv6.iter().any(|c| c.get_ref().addr == a),
+                })
+            };
+            if router_owns(vip) {
+                return Err(loc.error(
+                    s.vip.span(),
+                    field("vip"),
+                    format!("{vip} is this router's own address: a VIP must be another"),
+                ));
+            }
             let proto = s.proto.get_ref().0;
             let port = match &s.port {
                 Some(p) if *p.get_ref() == 0 => {
@@ -169,6 +182,13 @@ impl Config {
                         "a backend must be of the VIP's family (IPv4 in IPv4, IPv6 in IPv6)".into(),
                     ));
                 }
+                if addr == vip || router_owns(addr) {
+                    return Err(loc.error(
+                        b.address.span(),
+                        bfield("address"),
+                        format!("{addr} is the VIP or this router's own address: no backend"),
+                    ));
+                }
                 let id = BackendId {
                     addr,
                     name: b.name.clone(),
@@ -187,6 +207,16 @@ impl Config {
                             b.address.span(),
                             bfield("mac"),
                             "method \"dsr\" needs each backend's `mac`".into(),
+                        ));
+                    }
+                    if !b
+                        .mac
+                        .is_some_and(|m| crate::tables::routing::usable_neighbor_mac(m.0))
+                    {
+                        return Err(loc.error(
+                            b.address.span(),
+                            bfield("mac"),
+                            "a backend's MAC must be unicast and not zero".into(),
                         ));
                     }
                     port = Some(self.dsr_port(loc, res, b, addr, bfield("port"))?);

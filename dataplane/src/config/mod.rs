@@ -160,7 +160,21 @@ impl Config {
         let loc = Locator { src, file, dir };
         let mut cfg: Config = toml::from_str(src).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
-            loc.error(span, None, e.message().to_string())
+            // One line (the parser's message may take several), and a
+            // syntax error outside any key is named as one.
+            let message: Vec<&str> = e
+                .message()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let err = loc.error(span.clone(), None, message.join(": "));
+            match err {
+                ConfigError::Invalid { ref field, .. } if field.is_empty() => {
+                    loc.error(span, Some("syntax".into()), message.join(": "))
+                }
+                e => e,
+            }
         })?;
         cfg.source_name = file.to_owned();
         let mut resolved = cfg.validate(&loc)?;

@@ -39,10 +39,12 @@ impl Config {
             }
             .map_err(|e| err(line, "prefix", e.to_string()))?;
             let target = match (it.next(), it.next()) {
-                (Some("dev"), Some(port)) => match res.port_index.get(port) {
-                    Some(&pi) => RouteTarget::Port(pi as u16),
-                    None => return Err(err(line, "dev", format!("unknown port `{port}`"))),
-                },
+                (Some("dev"), Some(port)) if it.clone().next().is_none() => {
+                    match res.port_index.get(port) {
+                        Some(&pi) => RouteTarget::Port(pi as u16),
+                        None => return Err(err(line, "dev", format!("unknown port `{port}`"))),
+                    }
+                }
                 (Some(via), None) => {
                     let mut hops = Vec::new();
                     for v in via.split(',') {
@@ -70,6 +72,9 @@ impl Config {
                                 let p = self.ports.iter().position(on).ok_or_else(|| {
                                     err(line, "via", format!("{ip} is on no port's subnet"))
                                 })? as u16;
+                                if let Some(why) = self.no_station(ip) {
+                                    return Err(err(line, "via", why));
+                                }
                                 port_of.insert(ip, p);
                                 p
                             }

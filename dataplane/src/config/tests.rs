@@ -546,6 +546,22 @@ fn routes_file_errors_name_its_line() {
         s.contains("r.txt:1:") && s.contains("expected `PREFIX VIA"),
         "{s}"
     );
+    // Nothing after `dev PORT`; no next hop that is no station.
+    for (text, want) in [
+        ("198.18.0.0/24 dev lan 10.0.1.2\n", "expected `PREFIX VIA"),
+        ("198.18.0.0/24 10.0.1.1\n", "this router's own address"),
+        (
+            "198.18.0.0/24 10.0.1.255\n",
+            "broadcast address of 10.0.1.1/24",
+        ),
+        ("198.18.0.0/24 10.0.1.0\n", "network address of 10.0.1.1/24"),
+    ] {
+        std::fs::write(dir.join("r.txt"), text).unwrap();
+        let s = Config::parse_in(&src, "r.toml", &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(s.contains("r.txt:1:") && s.contains(want), "{text}: {s}");
+    }
     let missing = ROUTER.replacen("[route]", "[route]\nroutes_file = \"nope.txt\"", 1);
     let s = Config::parse_in(&missing, "r.toml", &dir)
         .unwrap_err()
@@ -1104,4 +1120,35 @@ fn file_prefix_must_be_a_plain_name() {
         let src = bad("file_prefix = \"t\"", &format!("file_prefix = \"{ok}\""));
         Config::parse(&src, "test.toml").unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
+}
+
+/// A TOML syntax error is one line, with its place and a field name.
+#[test]
+fn a_syntax_error_is_one_line_with_its_place() {
+    let e = Config::parse("pipeline = [\"forward\"\n", "m.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(!e.contains('\n'), "{e}");
+    assert!(e.starts_with("m.toml:"), "{e}");
+    assert!(!e.contains(": : "), "an empty field: {e}");
+}
+
+/// An MTU below what IP allows is refused where it is written.
+#[test]
+fn mtu_has_ips_minimum() {
+    let (_, field, msg) = err(&bad("rx_queues = 2", "rx_queues = 2\nmtu = 0"));
+    assert_eq!(field, "port[1].mtu");
+    assert!(msg.contains("below 68"), "{msg}");
+    // p0 has an IPv6 address: 1280 at least.
+    let (_, field, msg) = err(&bad(
+        "ipv6 = [\"2001:db8::1/64\"]",
+        "ipv6 = [\"2001:db8::1/64\"]\nmtu = 1279",
+    ));
+    assert_eq!(field, "port[0].mtu");
+    assert!(msg.contains("below 1280"), "{msg}");
+    Config::parse(
+        &bad("rx_queues = 2", "rx_queues = 2\nmtu = 68"),
+        "test.toml",
+    )
+    .unwrap();
 }

@@ -226,6 +226,25 @@ fn dsr_needs_a_mac_and_a_port() {
 }
 
 #[test]
+fn vips_backends_and_macs_must_be_others() {
+    let (_, field, msg) = lb_err(r#"vip = "198.18.0.10""#, r#"vip = "10.1.0.1""#);
+    assert_eq!(field, "lb.service[0].vip");
+    assert!(msg.contains("own address"), "{msg}");
+    for addr in ["198.18.0.10", "10.1.0.1"] {
+        let (line, field, msg) =
+            lb_err(r#"address = "10.2.0.1""#, &format!("address = \"{addr}\""));
+        assert_eq!(
+            (line, field.as_str()),
+            (line_of("10.2.0.1"), "lb.service[0].backend[0].address")
+        );
+        assert!(msg.contains("no backend"), "{addr}: {msg}");
+    }
+    let (_, field, msg) = lb_err("mac = \"02:00:00:00:53:01\"", "mac = \"ff:ff:ff:ff:ff:ff\"");
+    assert_eq!(field, "lb.service[1].backend[0].mac");
+    assert!(msg.contains("unicast"), "{msg}");
+}
+
+#[test]
 fn conntrack_capacity_and_timeouts() {
     let (_, field, msg) = lb_err(
         "[[lb.service]]\nvip",

@@ -11,6 +11,22 @@ impl Config {
         let prefix = &self.eal.file_prefix;
         super::check_file_prefix(prefix.get_ref())
             .map_err(|e| loc.error(prefix.span(), Some("eal.file_prefix".into()), e))?;
+        for (i, p) in self.ports.iter().enumerate() {
+            let Some(m) = &p.mtu else { continue };
+            let (mtu, v6) = (*m.get_ref(), !p.ipv6.is_empty());
+            let min = if v6 { 1280 } else { 68 };
+            if mtu < min {
+                return Err(loc.error(
+                    m.span(),
+                    Some(format!("port[{i}].mtu")),
+                    format!(
+                        "MTU {mtu} is below {min}, the least {} (RFC {})",
+                        if v6 { "IPv6 allows" } else { "IPv4 allows" },
+                        if v6 { 8200 } else { 791 }
+                    ),
+                ));
+            }
+        }
         let in_args = crate::dpdk::eal::file_prefix_of(&self.eal.args);
         if self.eal.args.iter().any(|a| a.starts_with("--file-prefix")) {
             super::check_file_prefix(&in_args)
@@ -538,6 +554,39 @@ impl Config {
         Ok(())
     }
 
+    /// Why `ip` cannot be a neighbour or a next hop, if it cannot: one of
+    /// the router's own addresses, or a connected IPv4 subnet's network or
+    /// broadcast address.
+    pub(super) fn no_station(&self, ip: std::net::IpAddr) -> Option<String> {
+        let own = self.ports.iter().any(|p| match ip {
+            std::net::IpAddr::V4(a) => p.ipv4.iter().any(|c| c.get_ref().addr == a),
+            std::net::IpAddr::V6(a) => p.ipv6.iter().any(|c| c.get_ref().addr == a),
+        });
+        if own {
+            return Some(format!(
+                "{ip} is this router's own address: it cannot be a neighbour or a next hop"
+            ));
+        }
+        let std::net::IpAddr::V4(a) = ip else {
+            return None;
+        };
+        self.ports.iter().flat_map(|p| &p.ipv4).find_map(|c| {
+            let c = c.get_ref();
+            let what =
+                if c.len <= 30 && u32::from(a) == u32::from(c.addr) & (u32::MAX << (32 - c.len)) {
+                    "network"
+                } else if crate::tables::routing::subnet_broadcast(c.addr, c.len) == Some(a) {
+                    "broadcast"
+                } else {
+                    return None;
+                };
+            Some(format!(
+                "{ip} is the {what} address of {}/{}: it cannot be a neighbour or a next hop",
+                c.addr, c.len
+            ))
+        })
+    }
+
     /// The port whose subnet holds `ip`, or the named one (checked to hold it).
     pub(super) fn nexthop_port(
         &self,
@@ -554,56 +603,8 @@ impl Config {
                 p.ipv6.iter().any(|c| c.get_ref().contains(a)) || a.segments()[0] & 0xffc0 == 0xfe80
             }
         };
-        let own = self.ports.iter().any(|p| match ip {
-            std::net::IpAddr::V4(a) => p.ipv4.iter().any(|c| c.get_ref().addr == a),
-            std::net::IpAddr::V6(a) => p.ipv6.iter().any(|c| c.get_ref().addr == a),
-        });
-        if own {
-            return Err(loc.error(
-                span,
-                Some(field.into()),
-                format!(
-                    "{ip} is this router's own address: it cannot be a neighbour or a next hop"
-                ),
-            ));
-        }
-        if let std::net::IpAddr::V4(a) = ip {
-            let network = self.ports.iter().find_map(|p| {
-                p.ipv4.iter().find(|c| {
-                    let c = c.get_ref();
-                    c.len <= 30 && u32::from(a) == u32::from(c.addr) & (u32::MAX << (32 - c.len))
-                })
-            });
-            if let Some(c) = network {
-                return Err(loc.error(
-                    span,
-                    Some(field.into()),
-                    format!(
-                        "{ip} is the network address of {}/{}: it cannot be a neighbour or a \
-                         next hop",
-                        c.get_ref().addr,
-                        c.get_ref().len
-                    ),
-                ));
-            }
-            let bcast = self.ports.iter().find_map(|p| {
-                p.ipv4.iter().find(|c| {
-                    let c = c.get_ref();
-                    crate::tables::routing::subnet_broadcast(c.addr, c.len) == Some(a)
-                })
-            });
-            if let Some(c) = bcast {
-                return Err(loc.error(
-                    span,
-                    Some(field.into()),
-                    format!(
-                        "{ip} is the broadcast address of {}/{}: it cannot be a neighbour or a \
-                         next hop",
-                        c.get_ref().addr,
-                        c.get_ref().len
-                    ),
-                ));
-            }
+        if let Some(why) = self.no_station(ip) {
+            return Err(loc.error(span, Some(field.into()), why));
         }
         if let Some(pn) = port {
             let Some(&pi) = res.port_index.get(pn.get_ref()) else {

@@ -4,7 +4,8 @@
 //! 1. *Classify.* For each plain packet still undecided: its VIP, its
 //!    service (from the small per-service records, [`Service4`]), and for
 //!    a packet this path can finish (IP-in-IP over IPv4, not a fragment
-//!    the service drops) the flow hash and ports, kept in the stage's side
+//!    the service drops, not a later fragment, which has no ports to find
+//!    its service by, nor a martian source) the flow hash and ports, kept in the stage's side
 //!    arrays ([`Side`]); the connection table's bucket for the hash is
 //!    prefetched. Nothing changes state here, so the order of the packets
 //!    does not matter yet.

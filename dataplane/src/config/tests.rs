@@ -1152,3 +1152,19 @@ fn mtu_has_ips_minimum() {
     )
     .unwrap();
 }
+
+/// Table capacities the tables would refuse at start are refused by `check`.
+#[test]
+fn route_capacities_are_in_range() {
+    for (key, v) in [
+        ("max_routes", "0"),
+        ("max_routes6", "4294967295"),
+        ("neighbor_capacity", "4294967295"),
+        ("neighbor_capacity", "7"),
+    ] {
+        let src = router_bad("[route]", &format!("[route]\n{key} = {v}"));
+        let (_, field, msg) = err(&src);
+        assert_eq!(field, format!("route.{key}"), "{msg}");
+        assert!(msg.contains("is not in"), "{msg}");
+    }
+}

@@ -647,7 +647,30 @@ impl Config {
         let Some(route) = &self.route else {
             return Ok(());
         };
+        let section = route.span();
         let route = route.get_ref();
+        // What the tables' creation would refuse later (the linear table's
+        // bound is the DPDK tables' too; rte_hash refuses beyond its own).
+        const MAX_ROUTES: u32 = i32::MAX as u32 / 2;
+        const MAX_NEIGHBORS: u32 = 1 << 24;
+        for (name, v, lo, hi) in [
+            ("max_routes", route.max_routes, 1, MAX_ROUTES),
+            ("max_routes6", route.max_routes6, 1, MAX_ROUTES),
+            (
+                "neighbor_capacity",
+                route.neighbor_capacity,
+                8,
+                MAX_NEIGHBORS,
+            ),
+        ] {
+            if !(lo..=hi).contains(&v) {
+                return Err(loc.error(
+                    section.clone(),
+                    Some(format!("route.{name}")),
+                    format!("{v} is not in {lo}..={hi}"),
+                ));
+            }
+        }
         let to_prefix = |c: &IpCidr| match c {
             IpCidr::V4(c) => Prefix::v4(c.addr, c.len).expect("length checked"),
             IpCidr::V6(c) => Prefix::v6(c.addr, c.len).expect("length checked"),

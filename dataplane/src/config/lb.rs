@@ -137,7 +137,16 @@ impl Config {
                 ));
             }
             let method = match s.method {
-                LbMethod::Dsr => Method::Dsr,
+                LbMethod::Dsr => {
+                    if let Some(src) = &s.source {
+                        return Err(loc.error(
+                            src.span(),
+                            field("source"),
+                            "`source` is the outer header's, and method \"dsr\" has none".into(),
+                        ));
+                    }
+                    Method::Dsr
+                }
                 LbMethod::Ipip => {
                     let Some(src) = &s.source else {
                         return Err(loc.error(
@@ -201,6 +210,15 @@ impl Config {
                     ));
                 }
                 let mut port = None;
+                if s.method != LbMethod::Dsr && (b.mac.is_some() || b.port.is_some()) {
+                    return Err(loc.error(
+                        b.address.span(),
+                        bfield(if b.mac.is_some() { "mac" } else { "port" }),
+                        "`mac` and `port` are for method \"dsr\"; this service routes to its \
+                         backends"
+                            .into(),
+                    ));
+                }
                 if s.method == LbMethod::Dsr {
                     if b.mac.is_none() {
                         return Err(loc.error(

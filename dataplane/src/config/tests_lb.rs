@@ -225,6 +225,23 @@ fn dsr_needs_a_mac_and_a_port() {
     assert!(msg.contains("unknown port"), "{msg}");
 }
 
+/// Keys the service's method does not use are refused, not ignored.
+#[test]
+fn keys_of_the_other_method_are_refused() {
+    let (_, field, msg) = lb_err(
+        "method = \"dsr\"",
+        "method = \"dsr\"\nsource = \"10.1.0.1\"",
+    );
+    assert_eq!(field, "lb.service[1].source");
+    assert!(msg.contains("has none"), "{msg}");
+    let (_, field, msg) = lb_err(
+        r#"address = "10.2.0.1""#,
+        "address = \"10.2.0.1\"\nmac = \"02:00:00:00:00:09\"",
+    );
+    assert_eq!(field, "lb.service[0].backend[0].mac");
+    assert!(msg.contains("for method \"dsr\""), "{msg}");
+}
+
 #[test]
 fn vips_backends_and_macs_must_be_others() {
     let (_, field, msg) = lb_err(r#"vip = "198.18.0.10""#, r#"vip = "10.1.0.1""#);

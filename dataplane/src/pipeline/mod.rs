@@ -176,7 +176,10 @@ impl Stage {
         lane: &mut Lane,
         ctx: &StageCtx,
     ) {
-        self.process(pkts, meta, lane, ctx, &mut MarkTx);
+        let mut mark = MarkTx {
+            in_port: lane.in_port,
+        };
+        self.process(pkts, meta, lane, ctx, &mut mark);
     }
 
     #[inline(always)]
@@ -354,7 +357,7 @@ impl Pipeline {
         in_port: u16,
         ctx: &StageCtx,
     ) {
-        self.run_with(pkts, meta, in_port, ctx, &mut MarkTx);
+        self.run_with(pkts, meta, in_port, ctx, &mut MarkTx { in_port });
     }
 
     /// [`Pipeline::run`], with the last stage's fast-path packets handed to

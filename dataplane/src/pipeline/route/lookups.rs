@@ -48,9 +48,11 @@ impl Lookups {
     /// dropped here if its addresses are martian, else queued for the
     /// lookup. Its bit in the fast-path mask (0 when dropped).
     #[inline(always)]
-    pub(super) fn push_plain_v4(&mut self, h: FastV4, m: &mut Meta, i: usize) -> u32 {
+    pub(super) fn push_plain_v4(&mut self, h: FastV4, m: &mut Meta, i: usize, in_port: u16) -> u32 {
         if let Some(reason) = v4_martian(h.src, h.dst) {
+            // Decided here: its `Meta` gets what every decided packet's has.
             m.verdict = Verdict::Drop(reason);
+            m.in_port = in_port;
             return 0;
         }
         self.push_v4(h.dst, i);

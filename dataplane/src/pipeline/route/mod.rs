@@ -150,14 +150,14 @@ impl RouteStage {
                 return;
             }
             for (i, m) in meta[..n].iter_mut().enumerate() {
-                fast |= look.push_plain_v4(lane.v4(i), m, i);
+                fast |= look.push_plain_v4(lane.v4(i), m, i, lane.in_port);
             }
         } else {
             for (i, m) in meta[..n].iter_mut().enumerate() {
                 if plain & (1 << i) == 0 {
                     look.classify(r, pkts, m, i, ctx);
                 } else {
-                    fast |= look.push_plain_v4(lane.v4(i), m, i);
+                    fast |= look.push_plain_v4(lane.v4(i), m, i, lane.in_port);
                 }
             }
         }
@@ -271,14 +271,18 @@ pub trait FastTx<P> {
     fn forwarded(&mut self, slot: &mut Option<P>, m: &mut Meta, port: u16, nh: u32);
 }
 
-/// Marks the verdict, as every other forwarded packet gets; [`super::dispatch`]
-/// sends it later, in packet order (`Pipeline::run`).
-pub struct MarkTx;
+/// Marks the verdict (and the input port: the fast path never filled the
+/// `Meta`), as every other forwarded packet gets; [`super::dispatch`] sends
+/// it later, in packet order (`Pipeline::run`, and stages after `route`).
+pub struct MarkTx {
+    pub in_port: u16,
+}
 
 impl<P> FastTx<P> for MarkTx {
     #[inline(always)]
     fn forwarded(&mut self, _slot: &mut Option<P>, m: &mut Meta, port: u16, nh: u32) {
         m.nexthop = nh;
+        m.in_port = self.in_port;
         m.verdict = Verdict::Tx(port);
     }
 }

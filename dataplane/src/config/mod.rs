@@ -113,8 +113,8 @@ pub struct MemoryEstimate {
 
 impl MemoryEstimate {
     /// EAL's own memzones, the neighbour cache, ACL tries and allocator
-    /// overhead. Measured: `config/router-pcap.toml` (route tables 148 MB,
-    /// pool 37 MB) starts without hugepages at `memory_mb = 272`, not 256.
+    /// overhead: what the tables and the pool leave out, sized so that the
+    /// shipped router example starts without hugepages at the estimate.
     pub const OTHER_MB: u64 = 80;
 }
 

@@ -631,8 +631,8 @@ mod tests {
         assert_eq!(counts.iter().sum::<u32>(), DEFAULT_SIZE);
     }
 
-    /// Weights 1, 2, 3, 4: measured shares 0.10000, 0.19999, 0.30000,
-    /// 0.40000 (largest error 0.00002, i.e. about one entry).
+    /// Weights 1, 2, 3, 4: each backend's share of the table is its weight
+    /// share to within about one entry.
     #[test]
     fn weights_set_the_shares() {
         let t = Maglev::new(DEFAULT_SIZE, (1..=4).map(|w| Backend::new(v4(w), w))).unwrap();
@@ -691,10 +691,9 @@ mod tests {
     /// Removing one of N backends (M = 65537), each of the N in turn (every
     /// 7th for N = 100). Maglev is not minimally disruptive: besides the
     /// removed backend's own 1/N, some entries move between survivors,
-    /// because the fill order after the removed backend's turns changes.
-    /// Measured over all N removals: N = 10 moves at most 1.03/N of the
-    /// table (0.03/N between survivors); N = 100 at most 1.62/N (mean
-    /// 1.57/N; 0.62/N between survivors). More in `benches/maglev.rs`.
+    /// because the fill order after the removed backend's turns changes;
+    /// the bounds below leave room for that and no more (the observed
+    /// figures are in `benches/maglev.rs`'s output).
     /// Asserted: ≤ 1.1/N and ≤ 0.1/N for N = 10, ≤ 2/N and ≤ 1/N for N = 100.
     #[test]
     fn removing_a_backend_moves_about_its_share() {
@@ -849,7 +848,7 @@ mod tests {
         }
 
         /// Removing one backend of equal-weight sets (M/N ≥ 250) moves at
-        /// most 2/N of the entries (measured up to 1.54/N at N = 39).
+        /// most 2/N of the entries.
         #[test]
         fn minimal_disruption(n in 2u32..40, gone in any::<prop::sample::Index>()) {
             let gone = gone.index(n as usize) as u32 + 1;

@@ -10,6 +10,9 @@
 # and print a summary read from each run's --stats-json report.
 #
 # Usage: bash scripts/demo.sh [-- EAL args]   e.g. `-- --no-huge` (every run)
+# Environment: DEMO_BIN=PATH runs that binary instead of building the release
+# one, DEMO_NO_SETUP=1 skips scripts/setup.sh (tests/tests/demo.rs runs the demo
+# this way against the debug build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,10 +22,14 @@ if [ "${1:-}" = "--" ]; then
   EAL=(-- "$@")
 fi
 
-bash scripts/setup.sh
-echo "== building (release)"
-cargo build --release -p dataplane --bin dataplane
-BIN=target/release/dataplane
+[ "${DEMO_NO_SETUP:-0}" = 1 ] || bash scripts/setup.sh
+if [ -n "${DEMO_BIN:-}" ]; then
+  BIN=$DEMO_BIN
+else
+  echo "== building (release)"
+  cargo build --release -p dataplane --bin dataplane
+  BIN=target/release/dataplane
+fi
 OUT=build/demo
 mkdir -p "$OUT"
 

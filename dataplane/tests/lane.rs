@@ -59,7 +59,10 @@ fn eal() {
 fn setup() -> Vec<Variant> {
     eal();
     let acl = acl_config(8);
-    let v = |toml: String, stages| Variant { toml, stages };
+    let v = |toml: String, stages: &str| Variant {
+        toml,
+        stages: stages.into(),
+    };
     vec![
         v(route_only_config(), "parse,route"),
         v(acl.clone(), "parse,acl,route"),

@@ -31,7 +31,10 @@ fn setup() -> Vec<Variant> {
         "EAL up before the routers were built"
     );
     let linear = |c: String| with_route_backend(&c, "linear");
-    let v = |toml: String, stages| Variant { toml, stages };
+    let v = |toml: String, stages: &str| Variant {
+        toml,
+        stages: stages.into(),
+    };
     vec![
         v(linear(route_only_config()), "parse,route"),
         v(linear(route_only_no_ecmp_config()), "parse,route"),

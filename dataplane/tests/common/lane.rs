@@ -83,7 +83,7 @@ pub fn acl_config(entries: usize) -> String {
 /// must have.
 pub struct Variant {
     pub toml: String,
-    pub stages: &'static str,
+    pub stages: String,
 }
 
 pub struct Side {
@@ -176,6 +176,10 @@ pub struct Run {
     pub acl: Vec<u64>,
     /// The `count` stage's counters so far (null without one).
     pub count: serde_json::Value,
+    /// Every stage's counters so far, by stage name.
+    pub stages: Vec<(String, serde_json::Value)>,
+    /// The load balancer's per-service counters so far (null without one).
+    pub lb: serde_json::Value,
 }
 
 /// Runs a burst through `side`: `run` then `dispatch`, or (`direct`) the
@@ -202,7 +206,6 @@ fn run_side(side: &mut Side, frames: &[VecPacket], in_port: u16, now: u64, direc
         side.pipeline.run(&mut burst, meta, in_port, &ctx);
         dispatch(&mut burst, meta, &mut out);
     }
-    let _ = &side.tables;
     side.sent_total += out.sent.len() as u64;
     let count = side
         .pipeline
@@ -233,8 +236,21 @@ fn run_side(side: &mut Side, frames: &[VecPacket], in_port: u16, now: u64, direc
         (out.sent.len() + out.dropped.len()) as u64 + total(&counters.drops) + consumed,
         "accounting: rx + originated = tx + dropped + consumed"
     );
+    let stages = side
+        .pipeline
+        .counters()
+        .into_iter()
+        .map(|(name, c)| (name.to_owned(), c.report()))
+        .collect();
+    let lb = side
+        .tables
+        .lb
+        .as_ref()
+        .map_or(serde_json::Value::Null, |l| l.report());
     Run {
         count,
+        stages,
+        lb,
         verdicts: meta[..n].iter().map(|m| m.verdict).collect(),
         checksum_requests: out
             .sent
@@ -511,7 +527,8 @@ pub fn generated(args: &[&str]) -> Vec<Vec<u8>> {
 }
 
 /// Random bursts of frames aimed at every kind of route (gateway,
-/// unresolved gateway, ECMP, connected, local, subnet broadcast, no route),
+/// unresolved gateway, ECMP, connected, local, subnet broadcast, no route,
+/// a load-balanced service),
 /// with random TTLs, lengths, byte flips and truncations, to the input
 /// port's MAC or not (the other port's, broadcast, multicast), padded past
 /// their IP length or not, and some as chains (their IP packet in the first
@@ -522,6 +539,10 @@ pub fn mutated_bursts() -> impl Strategy<Value = (Vec<VecPacket>, u16)> {
             &[
                 [198, 18, 0, 1],
                 [198, 18, 1, 2],
+                // Load-balanced services in `every_stage_list.rs` (routed
+                // as any other address without an lb stage).
+                [198, 18, 0, 53],
+                [198, 18, 1, 53],
                 [203, 0, 113, 9],
                 [192, 0, 2, 5],
                 [10, 0, 1, 1],

@@ -867,7 +867,6 @@ mod tests {
     /// never learned as a neighbour; an own address on it wins.
     #[test]
     fn subnet_broadcasts() {
-        let _e = crate::tables::testing::test_lock();
         let mut ports = ports();
         ports[1].v4.push(("192.0.2.0".parse().unwrap(), 31));
         ports[1].v4.push(("192.0.2.9".parse().unwrap(), 32));
@@ -899,6 +898,7 @@ mod tests {
         // Not a neighbour, whatever ARP says.
         assert!(!r.learn(0, "10.0.1.255".parse().unwrap(), [2, 0, 0, 0, 7, 7]));
         assert!(r.learn(0, "10.0.1.254".parse().unwrap(), [2, 0, 0, 0, 7, 7]));
+        crate::tables::testing::assert_no_eal();
     }
 
     /// On the daemon's backends (rte_fib, rte_hash) and on the Rust ones.

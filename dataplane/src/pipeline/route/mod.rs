@@ -652,7 +652,8 @@ mod tests {
 #[cfg(test)]
 mod address_tests {
     //! The route's address rules on literal packets, through a parse +
-    //! route pipeline, on the lane and stage by stage alike.
+    //! route pipeline, on the lane and stage by stage alike. On the
+    //! `linear` route backend and the Rust neighbour map: no EAL.
     use crate::burst::Burst;
     use crate::pipeline::parse::Parse;
     use crate::pipeline::{
@@ -660,9 +661,9 @@ mod address_tests {
         Verdict,
     };
     use crate::stats::WorkerCounters;
-    use crate::tables::neighbor::NeighborTable;
+    use crate::tables::neighbor::{NeighborBackend, NeighborTable};
     use crate::tables::routing::{PortAddrs, RouteSpec, RouteTarget, Routing};
-    use crate::tables::{Prefix, RouteConfig};
+    use crate::tables::{Prefix, RouteBackend, RouteConfig};
     use etherparse::PacketBuilder;
     use std::net::IpAddr;
     use std::sync::Arc;
@@ -711,9 +712,9 @@ mod address_tests {
             },
         ];
         let small = RouteConfig {
+            backend: RouteBackend::Linear,
             max_routes: 1024,
-            num_tbl8: 256,
-            ..RouteConfig::default()
+            num_tbl8: 1,
         };
         // Each its own tables: the neighbour cache remembers solicitations.
         [true, false].map(|lane| {
@@ -723,9 +724,12 @@ mod address_tests {
                 &[(1, gw4, [2, 0, 0, 0, 2, 2]), (1, gw6, [2, 0, 0, 0, 2, 2])],
                 small,
                 small,
-                Arc::new(NeighborTable::new(64).unwrap()),
+                Arc::new(NeighborTable::with_backend(NeighborBackend::Rust, 64).unwrap()),
             )
             .unwrap();
+            assert_eq!(r.v4.backend(), RouteBackend::Linear);
+            assert_eq!(r.v6.backend(), RouteBackend::Linear);
+            assert_eq!(r.neighbors.backend(), NeighborBackend::Rust);
             let mut p = Pipeline::new(vec![
                 Stage::Parse(Parse::default()),
                 Stage::Route(Box::new(super::RouteStage::new(Arc::new(r), 100))),
@@ -739,7 +743,6 @@ mod address_tests {
     /// Each frame's verdict (entering on lan), the same on the lane and
     /// stage by stage, and the ARP requests sent.
     fn verdicts(frames: &[Vec<u8>]) -> (Vec<Verdict>, u64) {
-        let _l = crate::tables::testing::test_lock();
         let mut seen = Vec::new();
         for mut p in pipelines() {
             let mut burst = Burst::<VecPacket>::new();
@@ -755,6 +758,7 @@ mod address_tests {
             seen.push((v, c.events[Event::ArpRequest as usize].get()));
         }
         assert_eq!(seen[0], seen[1], "lane and stage by stage differ");
+        crate::tables::testing::assert_no_eal();
         seen.remove(0)
     }
 

@@ -820,13 +820,15 @@ pub fn run(
         if let Some(mut a) = reloader.poll() {
             // The reload being built is done (its tables published and
             // acknowledged, or refused): its client, if any, gets the
-            // answer with the port counters as of the acknowledgement
-            // (whatever a port sends from here on was decided by the new
-            // set).
+            // answer with the port and drop counters as of the
+            // acknowledgement (whatever a port sends or a stage drops from
+            // here on was decided by the new set).
             if let Some(Some(req)) = reload_client.take() {
+                let all = all_snapshots(&worker_stats, dist_stats.as_deref());
                 a.data = Some(serde_json::json!({
                     "ports": cfg.ports.iter().zip(&ports)
                         .map(|(p, port)| port_report(p, port)).collect::<Vec<_>>(),
+                    "drops": stats::totals(&all).2,
                 }));
                 req.answer(&a);
             }

@@ -6,8 +6,11 @@
 //! routes it out of port `b` and denies nothing. After each reload is
 //! acknowledged (the `dataplane reload` answer comes once every worker runs
 //! on the new set), the other port's counter must stand still: no packet
-//! leaves by the old set. In the middle, a broken config and a port change
-//! are refused and traffic keeps flowing on the running set; SIGHUP with an
+//! leaves by the old set; and no packet is judged by the old ACL: the
+//! `acl_deny` drops stand still from the acknowledgement on under set B
+//! and grow under set A. In the middle, a broken config (refused with its
+//! file, line and field) and a port change are refused and traffic keeps
+//! flowing on the running set; SIGHUP with an
 //! unchanged file is a no-op that still logs. At the end: the books
 //! balance (`assert_accounting`), every drop an ACL deny (the only one
 //! either config explains), every mbuf back in the pool.
@@ -112,12 +115,41 @@ fn opackets(s: &Value, port: &str) -> u64 {
         .unwrap_or_else(|| panic!("no port {port} in {s}"))
 }
 
+fn acl_denies(s: &Value) -> u64 {
+    let drops = s["drops"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no drops in {s}"));
+    drops.get("acl_deny").map_or(0, |v| v.as_u64().unwrap())
+}
+
 /// Checks that, on the set now in force, `quiet` sends nothing more than
 /// it had sent when `at_ack` was taken (the reload's answer: counters read
-/// right after every worker acknowledged), while `busy` keeps sending.
-fn only_one_port_sends(prefix: &str, at_ack: &Value, busy: &str, quiet: &str, what: &str) {
+/// right after every worker acknowledged), while `busy` keeps sending; and
+/// that the ACL denies from then on exactly when the set in force has the
+/// deny rule (`denying`, set A): under set B a deny counted after the
+/// acknowledgement was judged by the old ACL.
+fn only_one_port_sends(
+    prefix: &str,
+    at_ack: &Value,
+    busy: &str,
+    quiet: &str,
+    denying: bool,
+    what: &str,
+) {
     std::thread::sleep(Duration::from_millis(150));
     let later = daemon_stats(prefix);
+    if denying {
+        assert!(
+            acl_denies(&later) > acl_denies(at_ack),
+            "{what}: set A's ACL denied nothing"
+        );
+    } else {
+        assert_eq!(
+            acl_denies(at_ack),
+            acl_denies(&later),
+            "{what}: a packet was denied by the old ACL after the reload was acknowledged"
+        );
+    }
     assert_eq!(
         opackets(at_ack, quiet),
         opackets(&later, quiet),
@@ -152,7 +184,14 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
             .any(|x| x.contains("stats rx=") && !x.contains("stats rx=0 "))
     })
     .unwrap();
-    only_one_port_sends(&prefix, &daemon_stats(&prefix), "a", "b", "start (set A)");
+    only_one_port_sends(
+        &prefix,
+        &daemon_stats(&prefix),
+        "a",
+        "b",
+        true,
+        "start (set A)",
+    );
 
     let mut reload_ms = Vec::new();
     for k in 1..=20u64 {
@@ -167,7 +206,14 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
             "reload {k}: {text}"
         );
         let (busy, quiet) = if set_b { ("b", "a") } else { ("a", "b") };
-        only_one_port_sends(&prefix, &at_ack, busy, quiet, &format!("reload {k}"));
+        only_one_port_sends(
+            &prefix,
+            &at_ack,
+            busy,
+            quiet,
+            !set_b,
+            &format!("reload {k}"),
+        );
 
         if k == 10 {
             // A broken file is refused with its location; the running set
@@ -179,7 +225,13 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
             .unwrap();
             let (ok, text) = client(&["reload", "--config", &cfg_path, "--file-prefix", &prefix]);
             assert!(!ok, "a broken config was accepted: {text}");
-            assert!(text.contains("router.toml:"), "no location: {text}");
+            // File, line:column, field, as `check` says it.
+            assert!(
+                text.contains(&format!(
+                    "{cfg_path}:3:1: route.bogus: unknown field `bogus`"
+                )),
+                "no location or field: {text}"
+            );
             // A change only a restart applies is refused, naming the field.
             let mtu = config(dir.path(), &prefix, false).replace(
                 "ipv4 = [\"10.0.1.1/24\"]",
@@ -195,6 +247,7 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
                 &daemon_stats(&prefix),
                 busy,
                 quiet,
+                !set_b,
                 "after the refusals",
             );
             std::fs::write(&path, config(dir.path(), &prefix, set_b)).unwrap();

@@ -266,8 +266,9 @@ fn generated_traffic_alike() {
 
 /// Generated flows of every protocol to the services' addresses (every
 /// port, so to no service too: `tcp4`'s address over UDP), from clients
-/// of both families; over several seconds of clock, so tracked flows
-/// expire. Every router with a balancer must have balanced some of them.
+/// of both families; a burst every 250 ms, so flows come back tracked.
+/// Every router with a balancer must have balanced some of them, and
+/// tracked those of the services that track.
 #[test]
 fn generated_traffic_to_services_alike() {
     let mut frames = lane::generated(&[
@@ -298,7 +299,7 @@ fn generated_traffic_to_services_alike() {
     }
     let mut runs = Vec::new();
     for (k, chunk) in frames.chunks(32).enumerate() {
-        runs = lane::both(chunk, 0, 1_000_000_000 + k as u64 * 400_000_000);
+        runs = lane::both(chunk, 0, 1_000_000_000 + k as u64 * 250_000_000);
     }
     let lists = accepted();
     assert_eq!(runs.len(), lists.len());
@@ -318,6 +319,18 @@ fn generated_traffic_to_services_alike() {
             "{:?}: packets per service {balanced:?}",
             names(list)
         );
+        // Flows come back within the UDP timeout: tracked where tracking
+        // is on (all but `tcp4`).
+        for s in run.lb["services"].as_array().unwrap() {
+            let c = &s["counters"];
+            let (on, off) = (c["tracked"].as_u64(), c["untracked"].as_u64());
+            let tracks = s["name"] != "tcp4";
+            assert!(
+                if tracks { on > Some(0) } else { off > Some(0) },
+                "{:?}: {s}",
+                names(list)
+            );
+        }
     }
 }
 

@@ -12,7 +12,9 @@
 //! rte_acl), and `count` after `route` (it must see every packet that is
 //! sent), after ACL + route, and in front of them.
 //! Inputs: every saved fuzz input, generated traffic of every kind, and
-//! random bursts of mutated frames.
+//! random bursts of mutated frames. `every_stage_list.rs` runs the same
+//! comparison on every stage list the config accepts (`lb` and `forward`
+//! included), with routes on the `linear` backend.
 //!
 //! This binary runs the lists that need EAL: those with an ACL (rte_acl),
 //! and route alone on rte_fib, whose table the lane prefetches and reads in

@@ -142,6 +142,74 @@ fn too_little_eal_memory_is_one_line() {
     );
 }
 
+/// `err` is one line, `error: ` then `want`, and EAL never started (no
+/// usage text, no `EAL:` lines).
+fn assert_one_line_before_eal(out: &Output, want: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "not one line:\n{err}");
+    assert!(lines[0].starts_with(&format!("error: {want}")), "{err}");
+    for eal in ["Usage:", "EAL options", "EAL:", "starting EAL"] {
+        assert!(!err.contains(eal), "`{eal}` in:\n{err}");
+    }
+}
+
+/// A worker on a CPU the machine does not have: EAL would refuse `--lcores`
+/// with its usage text; `run` says which config line is wrong instead.
+#[test]
+fn worker_on_a_missing_cpu_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = router_cfg(&file_prefix("core"), 512, "off").replace("core = 1", "core = 4096");
+    let cfg = write(dir.path(), "c.toml", &text);
+    let out = dataplane(&["run", "--config", cfg.to_str().unwrap(), "--duration", "1"]);
+    assert_one_line_before_eal(
+        &out,
+        &format!(
+            "{}:18:8: worker[0].core: CPU 4096 does not exist or is offline (online CPUs: ",
+            cfg.display()
+        ),
+    );
+}
+
+/// An online CPU that taskset (or a cpuset) keeps the process off: EAL
+/// pinned the worker there anyway, escaping taskset's mask.
+#[test]
+fn worker_outside_the_cpu_affinity_is_one_line() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let cpu1_online = online.trim().split(',').any(|r| {
+        let (a, b) = r.split_once('-').unwrap_or((r, r));
+        a.parse::<u32>().is_ok_and(|a| a <= 1) && b.parse::<u32>().is_ok_and(|b| b >= 1)
+    });
+    if !cpu1_online {
+        eprintln!("skipped: CPU 1 is not online (online: {})", online.trim());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "c.toml",
+        &router_cfg(&file_prefix("aff"), 512, "off"),
+    );
+    let child = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(dataplane_bin())
+        .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_with_timeout(child, Duration::from_secs(60)).unwrap();
+    assert_one_line_before_eal(
+        &out,
+        &format!(
+            "{}:18:8: worker[0].core: CPU 1 is outside this process's CPU affinity \
+             (allowed CPUs: 0;",
+            cfg.display()
+        ),
+    );
+}
+
 fn hugepage_files(prefix: &str) -> Vec<String> {
     std::fs::read_dir("/dev/hugepages")
         .map(|d| {

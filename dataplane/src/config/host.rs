@@ -1,6 +1,8 @@
 //! What validation needs to know about the machine it runs on: the CPUs that
-//! are online. [`Host::current`] reads it from sysfs; tests inject their own
-//! with [`Host::with_online_cpus`], and [`Host::unknown`] skips the checks.
+//! are online and, of those, the ones this process may run on (its affinity:
+//! taskset, a cgroup cpuset). [`Host::current`] reads both; tests inject
+//! their own with [`Host::with_online_cpus`] and [`Host::with_allowed_cpus`],
+//! and [`Host::unknown`] skips the checks.
 use std::collections::BTreeSet;
 
 /// Where the kernel lists the online CPUs, as a range list (`0-3,5,8-11`).
@@ -11,6 +13,8 @@ pub const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
 pub struct Host {
     /// Online CPUs and the range list they came from; `None` = not known.
     online_cpus: Option<(BTreeSet<u32>, String)>,
+    /// The process's CPU affinity as a range list; `None` = not known.
+    allowed_cpus: Option<(BTreeSet<u32>, String)>,
 }
 
 impl Host {
@@ -19,12 +23,17 @@ impl Host {
         Host::default()
     }
 
-    /// This machine, from [`ONLINE_CPUS`] (unknown when it cannot be read).
+    /// This machine, from [`ONLINE_CPUS`] and the process's affinity
+    /// (each unknown when it cannot be read).
     pub fn current() -> Host {
-        std::fs::read_to_string(ONLINE_CPUS)
+        let host = std::fs::read_to_string(ONLINE_CPUS)
             .ok()
             .and_then(|s| Host::with_online_cpus(&s).ok())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        match crate::dpdk::sched::allowed_cpus() {
+            Ok(cpus) => host.with_allowed_set(cpus),
+            Err(_) => host,
+        }
     }
 
     /// A host whose online CPUs are the kernel range list `list`.
@@ -32,7 +41,19 @@ impl Host {
         let list = list.trim();
         Ok(Host {
             online_cpus: Some((parse_cpu_list(list)?, list.to_owned())),
+            allowed_cpus: None,
         })
+    }
+
+    /// This host, run with CPU affinity `list` (a range list).
+    pub fn with_allowed_cpus(self, list: &str) -> Result<Host, String> {
+        Ok(self.with_allowed_set(parse_cpu_list(list)?))
+    }
+
+    fn with_allowed_set(mut self, cpus: BTreeSet<u32>) -> Host {
+        let list = format_cpu_list(&cpus);
+        self.allowed_cpus = Some((cpus, list));
+        self
     }
 
     /// Whether `cpu` is online: `None` when not known.
@@ -43,6 +64,26 @@ impl Host {
     /// The online CPUs as the kernel wrote them, for messages.
     pub fn online_list(&self) -> &str {
         self.online_cpus.as_ref().map_or("unknown", |(_, l)| l)
+    }
+
+    /// Why `cpu` cannot host a thread of this process, if it cannot: it is
+    /// offline (or does not exist), or it is outside the process's affinity.
+    /// `None` when it can, or when the host is not known.
+    pub fn cpu_problem(&self, cpu: u32) -> Option<String> {
+        if self.cpu_online(cpu) == Some(false) {
+            return Some(format!(
+                "CPU {cpu} does not exist or is offline (online CPUs: {})",
+                self.online_list()
+            ));
+        }
+        match &self.allowed_cpus {
+            Some((set, list)) if !set.contains(&cpu) => Some(format!(
+                "CPU {cpu} is outside this process's CPU affinity (allowed CPUs: {list}; \
+                 set by taskset or a cgroup cpuset): pin threads only to CPUs the process \
+                 was given"
+            )),
+            _ => None,
+        }
     }
 }
 
@@ -69,6 +110,25 @@ pub fn parse_cpu_list(list: &str) -> Result<BTreeSet<u32>, String> {
     Ok(out)
 }
 
+/// Writes `cpus` as a kernel range list (`0-3,5,8-11`), the inverse of
+/// [`parse_cpu_list`].
+pub fn format_cpu_list(cpus: &BTreeSet<u32>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut it = cpus.iter().copied().peekable();
+    while let Some(a) = it.next() {
+        let mut b = a;
+        while it.peek() == Some(&(b + 1)) {
+            b = it.next().unwrap_or(b);
+        }
+        parts.push(if a == b {
+            a.to_string()
+        } else {
+            format!("{a}-{b}")
+        });
+    }
+    parts.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,14 +136,50 @@ mod tests {
     #[test]
     fn cpu_lists() {
         let s = parse_cpu_list("0-3,5,8-9\n").unwrap();
+        assert_eq!(format_cpu_list(&s), "0-3,5,8-9");
         assert_eq!(s.into_iter().collect::<Vec<_>>(), vec![0, 1, 2, 3, 5, 8, 9]);
         assert_eq!(parse_cpu_list("0").unwrap().len(), 1);
         assert!(parse_cpu_list("").unwrap().is_empty());
+        assert_eq!(format_cpu_list(&BTreeSet::new()), "");
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("0-x").is_err());
         let h = Host::with_online_cpus("0-1").unwrap();
         assert_eq!(h.cpu_online(1), Some(true));
         assert_eq!(h.cpu_online(2), Some(false));
         assert_eq!(Host::unknown().cpu_online(0), None);
+    }
+
+    /// Offline is said first; an online CPU outside the affinity is
+    /// refused with the allowed list.
+    #[test]
+    fn affinity_narrows_the_online_cpus() {
+        let h = Host::with_online_cpus("0-7")
+            .unwrap()
+            .with_allowed_cpus("0-1,4")
+            .unwrap();
+        assert_eq!(h.cpu_problem(0), None);
+        assert_eq!(h.cpu_problem(4), None);
+        let m = h.cpu_problem(2).unwrap();
+        assert!(
+            m.starts_with("CPU 2 is outside this process's CPU affinity (allowed CPUs: 0-1,4;"),
+            "{m}"
+        );
+        let m = h.cpu_problem(9).unwrap();
+        assert!(
+            m.contains("does not exist or is offline (online CPUs: 0-7)"),
+            "{m}"
+        );
+        assert_eq!(Host::unknown().cpu_problem(4096), None);
+    }
+
+    /// The process's own affinity is read, and holds online CPUs only.
+    #[test]
+    fn current_host_knows_its_affinity() {
+        let h = Host::current();
+        let (allowed, _) = h.allowed_cpus.as_ref().expect("affinity read");
+        assert!(!allowed.is_empty());
+        for &c in allowed {
+            assert_eq!(h.cpu_problem(c), None, "CPU {c}");
+        }
     }
 }

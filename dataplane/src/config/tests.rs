@@ -634,6 +634,36 @@ fn cores_must_be_online() {
     assert!(Config::parse(&src, "test.toml").is_ok());
 }
 
+/// An online CPU outside the process's affinity (taskset, cpuset) is
+/// refused by `check`: EAL would refuse it later with its usage text.
+#[test]
+fn cores_must_be_in_the_affinity() {
+    let host = |allowed: &str| {
+        Host::with_online_cpus("0-7")
+            .unwrap()
+            .with_allowed_cpus(allowed)
+            .unwrap()
+    };
+    let on = |src: &str, allowed: &str| {
+        Config::parse_with(src, "test.toml", Path::new("."), &host(allowed))
+    };
+    assert!(on(GOOD, "0-3").is_ok());
+    let (line, field, msg) = invalid(on(GOOD, "0-1,3").unwrap_err());
+    assert_eq!((line, field.as_str()), (26, "worker[1].core"));
+    assert!(
+        msg.starts_with("CPU 2 is outside this process's CPU affinity (allowed CPUs: 0-1,3;"),
+        "{msg}"
+    );
+    let (line, field, _) = invalid(on(GOOD, "1-3").unwrap_err());
+    assert_eq!((line, field.as_str()), (1, "eal.control_core"));
+    let (line, field, msg) = invalid(on(&ring("core = 3", "core = 5"), "0-4").unwrap_err());
+    assert_eq!((line, field.as_str()), (22, "distributor.core"));
+    assert!(
+        msg.contains("CPU 5 is outside this process's CPU affinity"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn worker_on_the_control_core_is_a_warning() {
     let (_, res) = parse_on(GOOD, "0-3").unwrap();

@@ -758,7 +758,8 @@ impl Config {
         Ok(())
     }
 
-    /// Worker and control cores against the online CPUs; a worker on the
+    /// Worker and control cores against the CPUs this process can use
+    /// (online and in its affinity); a worker on the
     /// control core is a warning.
     pub(super) fn check_cores(
         &self,
@@ -766,30 +767,14 @@ impl Config {
         host: &Host,
         res: &mut Resolved,
     ) -> Result<(), ConfigError> {
-        let offline = |cpu: u32| host.cpu_online(cpu) == Some(false);
         let control = &self.eal.control_core;
-        if offline(*control.get_ref()) {
-            return Err(loc.error(
-                control.span(),
-                Some("eal.control_core".into()),
-                format!(
-                    "CPU {} does not exist or is offline (online CPUs: {})",
-                    control.get_ref(),
-                    host.online_list()
-                ),
-            ));
+        if let Some(why) = host.cpu_problem(*control.get_ref()) {
+            return Err(loc.error(control.span(), Some("eal.control_core".into()), why));
         }
         for (w, wk) in self.workers.iter().enumerate() {
             let core = *wk.core.get_ref();
-            if offline(core) {
-                return Err(loc.error(
-                    wk.core.span(),
-                    Some(format!("worker[{w}].core")),
-                    format!(
-                        "CPU {core} does not exist or is offline (online CPUs: {})",
-                        host.online_list()
-                    ),
-                ));
+            if let Some(why) = host.cpu_problem(core) {
+                return Err(loc.error(wk.core.span(), Some(format!("worker[{w}].core")), why));
             }
             if core == *control.get_ref() {
                 res.warnings.push(loc.error(
@@ -805,7 +790,7 @@ impl Config {
         Ok(())
     }
 
-    /// The distributor's core against the online CPUs; sharing a CPU with
+    /// The distributor's core against the CPUs this process can use; sharing a CPU with
     /// the control thread or a worker is a warning (two busy loops then
     /// split one CPU's time: fine for a test, slow for traffic).
     pub(super) fn check_distributor_core(
@@ -820,15 +805,8 @@ impl Config {
         let core = &d.get_ref().core;
         let cpu = *core.get_ref();
         let field = Some("distributor.core".to_owned());
-        if host.cpu_online(cpu) == Some(false) {
-            return Err(loc.error(
-                core.span(),
-                field,
-                format!(
-                    "CPU {cpu} does not exist or is offline (online CPUs: {})",
-                    host.online_list()
-                ),
-            ));
+        if let Some(why) = host.cpu_problem(cpu) {
+            return Err(loc.error(core.span(), field, why));
         }
         if cpu == *self.eal.control_core.get_ref() {
             res.warnings.push(loc.error(

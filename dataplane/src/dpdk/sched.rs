@@ -8,6 +8,7 @@
 //! on the core left it a third, and a shutdown that is quick on a quiet
 //! core took several times as long. A lower nice value gives it the larger weight;
 //! since it sleeps between ticks, it takes that CPU only when it needs it.
+use std::collections::BTreeSet;
 use std::io;
 
 /// Sets the calling thread's nice value (Linux: per thread). Lowering it
@@ -41,6 +42,28 @@ pub fn thread_nice() -> io::Result<i32> {
     Ok(v)
 }
 
+/// The CPUs this process may run on (its `sched_getaffinity` mask: taskset,
+/// a cgroup cpuset). EAL pins lcores without looking at it: outside a
+/// taskset mask the daemon would quietly escape it, and a cpuset makes the
+/// pinning fail at start-up; `check` refuses such a CPU first.
+pub fn allowed_cpus() -> io::Result<BTreeSet<u32>> {
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 = the calling thread; the kernel writes at most
+    // size_of::<cpu_set_t>() bytes into `set`, which we own.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let bits = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET reads bit `c` of `set`; c < the set's size in bits.
+    Ok((0..bits)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +80,15 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(thread_nice().unwrap(), before, "the caller keeps its own");
+    }
+
+    /// The mask holds the CPU this thread is running on.
+    #[test]
+    fn allowed_cpus_hold_the_current_one() {
+        let cpus = allowed_cpus().unwrap();
+        // SAFETY: sched_getcpu has no preconditions.
+        let now = unsafe { libc::sched_getcpu() };
+        assert!(now >= 0);
+        assert!(cpus.contains(&(now as u32)), "{now} not in {cpus:?}");
     }
 }

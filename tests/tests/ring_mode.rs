@@ -492,9 +492,11 @@ pairs = [["a", "b"]]
     let check = |name: &str, text: &str| {
         let p = dir.path().join(name);
         std::fs::write(&p, text).unwrap();
+        // `check` looks for the rx_pcap files, from the working directory.
         let child = std::process::Command::new(dataplane_bin())
             .arg("check")
             .arg(&p)
+            .current_dir(dir.path())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -507,6 +509,9 @@ pairs = [["a", "b"]]
         );
         (out.status.success(), text, p.display().to_string())
     };
+    for f in ["a.pcap", "b.pcap"] {
+        std::fs::write(dir.path().join(f), b"").unwrap();
+    }
     let (ok, text, _) = check("good.toml", base);
     assert!(ok, "{text}");
     assert!(

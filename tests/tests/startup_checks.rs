@@ -277,15 +277,26 @@ fn second_daemon_on_a_prefix_names_the_holder() {
 #[test]
 fn check_names_the_device_line() {
     let dir = tempfile::tempdir().unwrap();
-    let text = router_cfg("x", 512, "off").replacen("net_null0", ",,,", 1);
-    let cfg = write(dir.path(), "c.toml", &text);
-    let out = dataplane(&["check", cfg.to_str().unwrap()]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("c.toml:10:10: port[0].device: `,,,` is neither a virtual device"),
-        "{err}"
-    );
+    let missing = dir.path().join("in.pcap");
+    let missing = format!("net_pcap0,rx_pcap={}", missing.display());
+    for (device, want) in [
+        (",,,", "`,,,` is neither a virtual device".to_owned()),
+        (
+            "net_bogus0",
+            "`net_bogus0`: unknown virtual device driver `net_bogus`".to_owned(),
+        ),
+        (missing.as_str(), format!("`{missing}`: rx_pcap file `")),
+    ] {
+        let text = router_cfg("x", 512, "off").replacen("net_null0", device, 1);
+        let cfg = write(dir.path(), "c.toml", &text);
+        let out = dataplane(&["check", cfg.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("c.toml:10:10: port[0].device: {want}")),
+            "{err}"
+        );
+    }
 }
 
 /// Every shipped example starts and stops cleanly with and without

@@ -1,8 +1,10 @@
 //! What validation needs to know about the machine it runs on: the CPUs that
 //! are online and, of those, the ones this process may run on (its affinity:
-//! taskset, a cgroup cpuset). [`Host::current`] reads both; tests inject
-//! their own with [`Host::with_online_cpus`] and [`Host::with_allowed_cpus`],
-//! and [`Host::unknown`] skips the checks.
+//! taskset, a cgroup cpuset), and whether the files devices open (pcap
+//! inputs) are to be looked for. [`Host::current`] knows all three; tests
+//! inject their own with [`Host::with_online_cpus`],
+//! [`Host::with_allowed_cpus`] and [`Host::with_files`], and
+//! [`Host::unknown`] skips the checks.
 use std::collections::BTreeSet;
 
 /// Where the kernel lists the online CPUs, as a range list (`0-3,5,8-11`).
@@ -15,6 +17,9 @@ pub struct Host {
     online_cpus: Option<(BTreeSet<u32>, String)>,
     /// The process's CPU affinity as a range list; `None` = not known.
     allowed_cpus: Option<(BTreeSet<u32>, String)>,
+    /// Whether the files that devices open are checked: a config parsed
+    /// for a reload or a test may name files of another machine.
+    files: bool,
 }
 
 impl Host {
@@ -30,6 +35,7 @@ impl Host {
             .ok()
             .and_then(|s| Host::with_online_cpus(&s).ok())
             .unwrap_or_default();
+        let host = host.with_files(true);
         match crate::dpdk::sched::allowed_cpus() {
             Ok(cpus) => host.with_allowed_set(cpus),
             Err(_) => host,
@@ -42,12 +48,24 @@ impl Host {
         Ok(Host {
             online_cpus: Some((parse_cpu_list(list)?, list.to_owned())),
             allowed_cpus: None,
+            files: false,
         })
     }
 
     /// This host, run with CPU affinity `list` (a range list).
     pub fn with_allowed_cpus(self, list: &str) -> Result<Host, String> {
         Ok(self.with_allowed_set(parse_cpu_list(list)?))
+    }
+
+    /// This host, with the files devices open checked or not.
+    pub fn with_files(mut self, check: bool) -> Host {
+        self.files = check;
+        self
+    }
+
+    /// Whether the files devices open are checked.
+    pub fn files_known(&self) -> bool {
+        self.files
     }
 
     fn with_allowed_set(mut self, cpus: BTreeSet<u32>) -> Host {

@@ -183,6 +183,7 @@ impl Config {
         cfg.resolve_lb(&loc, &mut resolved)?;
         cfg.check_cores(&loc, host, &mut resolved)?;
         cfg.check_distributor_core(&loc, host, &mut resolved)?;
+        cfg.check_port_files(&loc, host)?;
         cfg.check_mempool(&loc)?;
         cfg.check_memory(&loc, &mut resolved);
         Ok((cfg, resolved))

@@ -831,6 +831,19 @@ impl Config {
         Ok(())
     }
 
+    /// The files each `net_pcap` port opens, when `host` says to look.
+    pub(super) fn check_port_files(&self, loc: &Locator, host: &Host) -> Result<(), ConfigError> {
+        if !host.files_known() {
+            return Ok(());
+        }
+        for (i, p) in self.ports.iter().enumerate() {
+            if let Err(m) = check_device_files(p.device.get_ref()) {
+                return Err(loc.error(p.device.span(), Some(format!("port[{i}].device")), m));
+            }
+        }
+        Ok(())
+    }
+
     /// Pool size and cache against DPDK's limits, data room against the
     /// headroom and every port's MTU.
     pub(super) fn check_mempool(&self, loc: &Locator) -> Result<(), ConfigError> {
@@ -981,31 +994,59 @@ pub(super) fn data_room_for(mtu: u16) -> u32 {
     u32::from(mtu) + FRAME_OVERHEAD + u32::from(PKTMBUF_HEADROOM)
 }
 
-/// Refuses a device string EAL would misread: it must be a virtual device
-/// `net_<driver><N>` (or DPDK's older `eth_` alias) or a PCI address
-/// `DDDD:BB:DD.F` / `BB:DD.F`, optionally followed by `,key=value`
-/// arguments. (`device = ",,,"` went to EAL as `--allow=,,,`, and EAL then
-/// probed every PCI device of the host.)
+/// DPDK 22.11's virtual network drivers (`RTE_PMD_REGISTER_VDEV`) that its
+/// Linux packages build, without the `net_` prefix.
+const VDEV_DRIVERS: &[&str] = &[
+    "af_packet",
+    "af_xdp",
+    "bonding",
+    "failsafe",
+    "memif",
+    "null",
+    "pcap",
+    "ring",
+    "softnic",
+    "tap",
+    "tun",
+    "vdev_netvsc",
+    "vhost",
+    "virtio_user",
+];
+
+/// The older `eth_` aliases (`RTE_PMD_REGISTER_ALIAS`) of some of them.
+const VDEV_ALIASES: &[&str] = &["af_packet", "bond", "null", "pcap", "ring", "vhost"];
+
+/// Refuses a device string EAL would misread or refuse: it must be a
+/// virtual device `net_<driver><N>` of a driver DPDK has (or one of the
+/// older `eth_` aliases) or a PCI address `DDDD:BB:DD.F` / `BB:DD.F`,
+/// optionally followed by `,key=value` arguments; `net_af_packet` needs its
+/// `iface`. (`device = ",,,"` went to EAL as `--allow=,,,`, and EAL then
+/// probed every PCI device of the host; `net_bogus0` failed in EAL's
+/// start-up with `failed to find driver`.)
 pub(super) fn check_device(device: &str) -> Result<(), String> {
     let mut parts = device.trim().split(',');
     let name = parts.next().unwrap_or("").trim();
-    let vdev = ["net_", "eth_"].iter().any(|p| {
-        name.strip_prefix(p).is_some_and(|rest| {
-            let driver = rest.trim_end_matches(|c: char| c.is_ascii_digit());
-            driver.len() < rest.len()
-                && driver.starts_with(|c: char| c.is_ascii_lowercase())
-                && driver
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        })
-    });
-    if !vdev && !is_pci_address(name) {
+    let vdev = vdev_driver(name);
+    if let Some((prefix, driver)) = vdev {
+        let known = if prefix == "net_" {
+            VDEV_DRIVERS
+        } else {
+            VDEV_ALIASES
+        };
+        if !known.contains(&driver) {
+            let all: Vec<String> = VDEV_DRIVERS.iter().map(|d| format!("net_{d}")).collect();
+            return Err(format!(
+                "`{device}`: unknown virtual device driver `{prefix}{driver}` (DPDK's are {})",
+                all.join(", ")
+            ));
+        }
+    } else if !is_pci_address(name) {
         return Err(format!(
             "`{device}` is neither a virtual device (`net_<driver><N>[,key=value...]`, e.g. \
              `net_pcap0,rx_pcap=in.pcap`) nor a PCI address (`DDDD:BB:DD.F` or `BB:DD.F`, hex)"
         ));
     }
-    for arg in parts {
+    for arg in parts.clone() {
         let key = arg.split_once('=').map(|(k, _)| k.trim());
         if !key.is_some_and(|k| {
             !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -1016,7 +1057,89 @@ pub(super) fn check_device(device: &str) -> Result<(), String> {
             ));
         }
     }
+    if vdev.is_some_and(|(_, d)| d == "af_packet")
+        && !device_args(device).any(|(k, _)| k == "iface")
+    {
+        return Err(format!(
+            "`{device}`: net_af_packet needs `iface=<name>`, the kernel interface it attaches to"
+        ));
+    }
     Ok(())
+}
+
+/// The prefix (`net_` or `eth_`) and driver of a vdev name
+/// `net_<driver><N>`; `None` when `name` is not of that shape.
+fn vdev_driver(name: &str) -> Option<(&'static str, &str)> {
+    ["net_", "eth_"].into_iter().find_map(|p| {
+        let rest = name.strip_prefix(p)?;
+        let driver = rest.trim_end_matches(|c: char| c.is_ascii_digit());
+        (driver.len() < rest.len()
+            && driver.starts_with(|c: char| c.is_ascii_lowercase())
+            && driver
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+        .then_some((p, driver))
+    })
+}
+
+/// A device string's `key=value` arguments, trimmed.
+fn device_args(device: &str) -> impl Iterator<Item = (&str, &str)> {
+    device
+        .split(',')
+        .skip(1)
+        .filter_map(|a| a.split_once('=').map(|(k, v)| (k.trim(), v.trim())))
+}
+
+/// The files a `net_pcap` device opens, against the file system (relative
+/// paths from the working directory, as the PMD opens them): every
+/// `rx_pcap` must exist, every `tx_pcap`'s directory too. EAL's own
+/// failure names neither the port nor the config line.
+pub(super) fn check_device_files(device: &str) -> Result<(), String> {
+    let name = device.split(',').next().unwrap_or("").trim();
+    if vdev_driver(name).is_none_or(|(_, d)| d != "pcap") {
+        return Ok(());
+    }
+    for (key, value) in device_args(device) {
+        let path = std::path::Path::new(value);
+        match key {
+            "rx_pcap" if !path.exists() => {
+                return Err(format!(
+                    "`{device}`: rx_pcap file `{value}` does not exist{}",
+                    from_cwd(path)
+                ));
+            }
+            "rx_pcap" if path.is_dir() => {
+                return Err(format!(
+                    "`{device}`: rx_pcap `{value}` is a directory, not a pcap file"
+                ));
+            }
+            "tx_pcap" => {
+                let dir = match path.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => std::path::Path::new("."),
+                };
+                if !dir.is_dir() {
+                    return Err(format!(
+                        "`{device}`: tx_pcap `{value}`: directory `{}` does not exist{}",
+                        dir.display(),
+                        from_cwd(path)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// For a relative `path`, where it was looked for.
+fn from_cwd(path: &std::path::Path) -> String {
+    match std::env::current_dir() {
+        Ok(cwd) if path.is_relative() => {
+            format!(" (relative to the working directory {})", cwd.display())
+        }
+        _ => String::new(),
+    }
 }
 
 /// For a `net_pcap` device, how many TX queues its arguments make (one

@@ -1,6 +1,7 @@
 //! Black box: the daemon stops cleanly on SIGTERM and SIGINT while traffic
-//! is flowing (infinite pcap replay): exit 0 within 2 s, final statistics
-//! printed, and every mbuf back in the pool.
+//! is flowing (infinite pcap replay): exit 0 within 1 s (workers stopped,
+//! report printed and written, EAL cleaned up), final statistics printed,
+//! and every mbuf back in the pool.
 use dataplane::gen::{generate, GenArgs};
 use dataplane_tests::*;
 use std::time::{Duration, Instant};
@@ -53,7 +54,10 @@ pairs = [["p0", "p1"]]
         "exit status {:?}\n{stdout}",
         out.status
     );
-    assert!(took < Duration::from_secs(2), "took {took:?} to stop");
+    // Issue 12: a stop request is honoured within a second. The control
+    // thread sees it within its 20 ms tick; the rest is the workers'
+    // drain, the ports' stop and EAL's cleanup (tens of ms here).
+    assert!(took < Duration::from_secs(1), "took {took:?} to stop");
     assert!(stdout.contains("final:"), "final stats missing:\n{stdout}");
     assert!(stdout.contains("0 in use (no leak)"), "{stdout}");
     assert!(report["rx"].as_u64().unwrap() > 0);

@@ -13,7 +13,6 @@ impl Config {
         res: &mut Resolved,
     ) -> Result<(), ConfigError> {
         use crate::tables::routing::{RouteSpec, RouteTarget};
-        use crate::tables::Prefix;
         let file = path.display().to_string();
         let err = |line: usize, field: &str, message: String| ConfigError::Invalid {
             file: file.clone(),
@@ -33,11 +32,7 @@ impl Config {
             let mut it = l.split_whitespace();
             let p = it.next().unwrap_or("");
             let cidr: IpCidr = p.parse().map_err(|e: String| err(line, "prefix", e))?;
-            let prefix = match cidr {
-                IpCidr::V4(c) => Prefix::v4(c.addr, c.len),
-                IpCidr::V6(c) => Prefix::v6(c.addr, c.len),
-            }
-            .map_err(|e| err(line, "prefix", e.to_string()))?;
+            let prefix = cidr.prefix();
             let target = match (it.next(), it.next()) {
                 (Some("dev"), Some(port)) if it.clone().next().is_none() => {
                     match res.port_index.get(port) {

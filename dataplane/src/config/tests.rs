@@ -295,6 +295,35 @@ fn cidr_helpers() {
     assert!(c6.contains("2001:db8::ffff".parse().unwrap()));
     assert_eq!(c6.network(), "2001:db8::".parse::<Ipv6Addr>().unwrap());
     assert!("2001:db8::/64".parse::<Ipv4Cidr>().is_err());
+    // The tables' prefix: host bits cleared, lengths kept, /0 and /32 too.
+    for (text, want) in [
+        ("10.1.2.3/8", "10.0.0.0/8"),
+        ("10.1.2.3/0", "0.0.0.0/0"),
+        ("10.1.2.3/32", "10.1.2.3/32"),
+        ("2001:db8::5/64", "2001:db8::/64"),
+        ("2001:db8::5/0", "::/0"),
+    ] {
+        let c: IpCidr = text.parse().unwrap();
+        assert_eq!(c.prefix().to_string(), want, "{text}");
+    }
+    let c: Ipv6Cidr = "2001:db8::5/128".parse().unwrap();
+    assert!(c.contains("2001:db8::5".parse().unwrap()));
+    assert!(!c.contains("2001:db8::4".parse().unwrap()));
+}
+
+/// A port on a /0: the network-address check shifted a u32 by 32 and
+/// panicked (debug builds) on every next hop and neighbour.
+#[test]
+fn a_port_on_a_default_subnet_is_checked_without_panic() {
+    let src = router_bad(r#"ipv4 = ["10.0.2.1/24"]"#, r#"ipv4 = ["10.0.2.1/0"]"#);
+    assert!(Config::parse(&src, "r.toml").is_ok());
+    let src = src.replacen(r#""10.0.2.2"]"#, r#""0.0.0.0"]"#, 1);
+    let (line, field, msg) = err(&src);
+    assert_eq!((line, field.as_str()), (30, "route.static[0].via"));
+    assert!(
+        msg.contains("0.0.0.0 is the network address of 10.0.2.1/0"),
+        "{msg}"
+    );
 }
 
 const ROUTER: &str = r#"pipeline = ["acl", "route"]

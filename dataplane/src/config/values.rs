@@ -1,6 +1,8 @@
 //! Value types with their own syntax: MAC addresses, IPv4/IPv6 prefixes,
 //! L4 port ranges, protocol names, next-hop lists. Their parse errors
 //! become serde errors, so toml attaches the span of the offending value.
+use crate::tables::prefix::{mask4, mask6};
+use crate::tables::Prefix;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::fmt;
@@ -45,8 +47,10 @@ impl fmt::Display for Mac {
     }
 }
 
-/// An IPv4 or IPv6 prefix `addr/len`. `Ipv4Cidr`/`Ipv6Cidr` keep host bits
-/// (an interface address `192.0.2.1/24` is both the address and its subnet).
+/// An IPv4 or IPv6 prefix `addr/len` as written. `Ipv4Cidr`/`Ipv6Cidr` keep
+/// host bits (an interface address `192.0.2.1/24` is both the address and
+/// its subnet); [`IpCidr::prefix`] gives the tables' [`Prefix`], and the
+/// mask maths is [`mask4`]/[`mask6`], the tables' own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ipv4Cidr {
     pub addr: Ipv4Addr,
@@ -68,39 +72,32 @@ pub enum IpCidr {
 impl Ipv4Cidr {
     /// The prefix with host bits cleared.
     pub fn network(&self) -> Ipv4Addr {
-        let mask = if self.len == 0 {
-            0
-        } else {
-            u32::MAX << (32 - self.len)
-        };
-        Ipv4Addr::from(u32::from(self.addr) & mask)
+        Ipv4Addr::from(mask4(u32::from(self.addr), self.len))
     }
     pub fn contains(&self, a: Ipv4Addr) -> bool {
-        let mask = if self.len == 0 {
-            0
-        } else {
-            u32::MAX << (32 - self.len)
-        };
-        (u32::from(a) & mask) == (u32::from(self.addr) & mask)
+        mask4(u32::from(a), self.len) == mask4(u32::from(self.addr), self.len)
     }
 }
 
 impl Ipv6Cidr {
     pub fn network(&self) -> Ipv6Addr {
-        let mask = if self.len == 0 {
-            0
-        } else {
-            u128::MAX << (128 - self.len)
-        };
-        Ipv6Addr::from(u128::from(self.addr) & mask)
+        Ipv6Addr::from(mask6(self.addr.octets(), self.len))
     }
     pub fn contains(&self, a: Ipv6Addr) -> bool {
-        let mask = if self.len == 0 {
-            0
-        } else {
-            u128::MAX << (128 - self.len)
+        mask6(a.octets(), self.len) == mask6(self.addr.octets(), self.len)
+    }
+}
+
+impl IpCidr {
+    /// The prefix the tables match on ([`Prefix`]: host bits cleared).
+    pub fn prefix(&self) -> Prefix {
+        let p = match *self {
+            IpCidr::V4(c) => Prefix::v4(c.addr, c.len),
+            IpCidr::V6(c) => Prefix::v6(c.addr, c.len),
         };
-        (u128::from(a) & mask) == (u128::from(self.addr) & mask)
+        // `from_str`, the only way a config builds one, refuses longer
+        // lengths than the family's.
+        p.expect("IpCidr lengths are checked when parsed")
     }
 }
 

@@ -21,6 +21,7 @@
 //! the same bulk lookup as everything else and the plain lane pays nothing
 //! for them (they are not gateways, so they leave its fast path).
 use super::neighbor::{self, NeighborKey, NeighborState, NeighborTable};
+use super::prefix::{mask4, mask6};
 use super::route::{Route4, Route6, RouteConfig, RouteTable};
 use super::Prefix;
 use crate::dpdk::DpdkError;
@@ -67,16 +68,14 @@ impl PortAddrs {
     }
     /// Whether `a` is inside one of the port's IPv4 subnets.
     pub fn on_link_v4(&self, a: Ipv4Addr) -> bool {
-        self.v4.iter().any(|(x, l)| {
-            let m = if *l == 0 { 0 } else { u32::MAX << (32 - l) };
-            u32::from(*x) & m == u32::from(a) & m
-        })
+        self.v4
+            .iter()
+            .any(|&(x, l)| mask4(u32::from(x), l) == mask4(u32::from(a), l))
     }
     pub fn on_link_v6(&self, a: Ipv6Addr) -> bool {
-        self.v6.iter().any(|(x, l)| {
-            let m = if *l == 0 { 0 } else { u128::MAX << (128 - l) };
-            u128::from(*x) & m == u128::from(a) & m
-        })
+        self.v6
+            .iter()
+            .any(|&(x, l)| mask6(x.octets(), l) == mask6(a.octets(), l))
     }
     /// The port's first IPv4 address: source of ARP requests and ICMP errors.
     pub fn primary_v4(&self) -> Option<Ipv4Addr> {

@@ -9,17 +9,14 @@ impl Config {
         loc: &Locator,
         res: &mut Resolved,
     ) -> Result<(), ConfigError> {
-        use crate::tables::{AclAction, AclRule, Prefix};
+        use crate::tables::{AclAction, AclRule};
         let Some(acl) = &self.acl else { return Ok(()) };
         let acl = acl.get_ref();
         let action = |a: Action| match a {
             Action::Allow => AclAction::Allow,
             Action::Deny => AclAction::Deny,
         };
-        let prefix = |c: &IpCidr| match c {
-            IpCidr::V4(c) => Prefix::v4(c.addr, c.len).expect("length checked"),
-            IpCidr::V6(c) => Prefix::v6(c.addr, c.len).expect("length checked"),
-        };
+        let prefix = IpCidr::prefix;
         for (i, r) in acl.rule.iter().enumerate() {
             let field = |f: &str| Some(format!("acl.rule[{i}].{f}"));
             if let (Some(s), Some(d)) = (&r.src, &r.dst) {

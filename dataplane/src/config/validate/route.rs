@@ -24,14 +24,13 @@ impl Config {
         };
         self.ports.iter().flat_map(|p| &p.ipv4).find_map(|c| {
             let c = c.get_ref();
-            let what =
-                if c.len <= 30 && u32::from(a) == u32::from(c.addr) & (u32::MAX << (32 - c.len)) {
-                    "network"
-                } else if crate::tables::routing::subnet_broadcast(c.addr, c.len) == Some(a) {
-                    "broadcast"
-                } else {
-                    return None;
-                };
+            let what = if c.len <= 30 && a == c.network() {
+                "network"
+            } else if crate::tables::routing::subnet_broadcast(c.addr, c.len) == Some(a) {
+                "broadcast"
+            } else {
+                return None;
+            };
             Some(format!(
                 "{ip} is the {what} address of {}/{}: it cannot be a neighbour or a next hop",
                 c.addr, c.len
@@ -95,7 +94,6 @@ impl Config {
         res: &mut Resolved,
     ) -> Result<(), ConfigError> {
         use crate::tables::routing::{RouteSpec, RouteTarget};
-        use crate::tables::Prefix;
         let Some(route) = &self.route else {
             return Ok(());
         };
@@ -123,10 +121,7 @@ impl Config {
                 ));
             }
         }
-        let to_prefix = |c: &IpCidr| match c {
-            IpCidr::V4(c) => Prefix::v4(c.addr, c.len).expect("length checked"),
-            IpCidr::V6(c) => Prefix::v6(c.addr, c.len).expect("length checked"),
-        };
+        let to_prefix = IpCidr::prefix;
         for (i, r) in route.statics.iter().enumerate() {
             let field = format!("route.static[{i}]");
             let prefix = to_prefix(r.prefix.get_ref());

@@ -8,6 +8,13 @@
 //! PMD would). It isolates the dataplane's own cost from the virtual
 //! devices', and under `valgrind --tool=callgrind` gives repeatable
 //! instruction counts for optimisation work.
+//!
+//! `BENCH_LB_FLOWS=N` (e.g. 1048576) turns the `lb` and `full` cases into a
+//! connection-table test: N distinct tracked UDP flows (a connection table
+//! of 2N), one warm pass over all of them that inserts, then timed passes
+//! that are all hits (checked: no new flow is tracked while timed). It
+//! prints the lb stage's lookups (packets) per second per core beside the
+//! whole pipeline's.
 use dataplane::burst::Burst;
 use dataplane::config::Config;
 use dataplane::daemon::{build_pipeline, build_tables};
@@ -134,7 +141,8 @@ rx = ["p0", "p1"]
         // become UDP services over 100 IP-in-IP backends (behind p1), and
         // every frame goes to one of them.
         s.push_str("[[route.static]]\nprefix = \"10.2.0.0/16\"\nvia = \"10.0.1.2\"\n");
-        s.push_str("[lb]\nconntrack_capacity = 65536\n");
+        let capacity = lb_flows().map_or(65_536, |n| 2 * n);
+        let _ = writeln!(s, "[lb]\nconntrack_capacity = {capacity}");
         let vips: Vec<[u8; 4]> = dsts[..LB_VIPS].to_vec();
         // BENCH_LB_CONNTRACK=false: Maglev alone (what tracking costs).
         let conntrack = std::env::var("BENCH_LB_CONNTRACK").unwrap_or_else(|_| "true".into());
@@ -162,12 +170,28 @@ rx = ["p0", "p1"]
 /// VIPs of the lb scenarios.
 const LB_VIPS: usize = 8;
 
-fn frames(dsts: &[[u8; 4]], rng: &mut SmallRng) -> Vec<Vec<u8>> {
+/// `BENCH_LB_FLOWS=N`: the lb scenarios' distinct tracked flows (else
+/// the 4,096 frames'), at most 4M (one source address each in 100.64/10).
+fn lb_flows() -> Option<usize> {
+    let n = std::env::var("BENCH_LB_FLOWS").ok()?;
+    let n: usize = n.parse().expect("BENCH_LB_FLOWS: a number of flows");
+    assert!((1..=1 << 22).contains(&n), "BENCH_LB_FLOWS: 1..=4194304");
+    Some(n)
+}
+
+fn frames(dsts: &[[u8; 4]], rng: &mut SmallRng, distinct: bool) -> Vec<Vec<u8>> {
     dsts.iter()
-        .map(|d| {
+        .enumerate()
+        .map(|(k, d)| {
             let mut v = Vec::new();
+            // Distinct flows: one source address per frame.
+            let src = if distinct {
+                (0x6440_0000u32 + k as u32).to_be_bytes()
+            } else {
+                [192, 168, 0, rng.gen()]
+            };
             PacketBuilder::ethernet2([2, 0, 0, 0, 9, 9], PORT_MACS[0])
-                .ipv4([192, 168, 0, rng.gen()], *d, 64)
+                .ipv4(src, *d, 64)
                 .udp(rng.gen(), 80)
                 .write(&mut v, &[0u8; 18])
                 .unwrap();
@@ -184,14 +208,18 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, lane: bool, tsc_gh
         }
     }
     let mut rng = SmallRng::seed_from_u64(7);
-    let (toml, dsts) = config(routes, rules, stages, &mut rng);
+    let (toml, mut dsts) = config(routes, rules, stages, &mut rng);
+    let flows = lb_flows().filter(|_| stages.contains("lb"));
+    if let Some(n) = flows {
+        dsts = (0..n).map(|k| dsts[k % dsts.len()]).collect();
+    }
     let (cfg, res) = Config::parse(&toml, name).unwrap();
     let tables = build_tables(&cfg, &res, &PORT_MACS, &[]).unwrap();
     let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &PORT_MACS, &PORT_MACS);
     pipeline.set_profile(Some(rdtsc));
     pipeline.set_lane(lane);
     let names = pipeline.stage_names();
-    let input = frames(&dsts, &mut rng);
+    let input = frames(&dsts, &mut rng, flows.is_some());
     let counters = WorkerCounters::default();
     let mut out = Recycle {
         free: (0..64).map(|_| VecPacket::new(vec![0u8; 64])).collect(),
@@ -200,14 +228,28 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, lane: bool, tsc_gh
     };
     let mut burst: Burst<VecPacket> = Burst::new();
     let mut meta = new_meta_burst();
+    // With BENCH_LB_FLOWS: one warm pass over every flow (inserts), then
+    // two passes (hits) unless BENCH_ITERS says otherwise.
+    let warm = flows.map_or(1000, |n| n.div_ceil(32));
     let iterations: usize = std::env::var("BENCH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
+        .unwrap_or(flows.map_or(20_000, |n| 2 * n.div_ceil(32)));
+    let new_flows = || -> u64 {
+        tables.lb.as_ref().map_or(0, |lb| {
+            lb.counters_for(0)
+                .services
+                .iter()
+                .map(|c| c.new_flows.get())
+                .sum()
+        })
+    };
+    let mut warm_flows = 0;
     let mut copy_cycles = 0u64;
     let mut next = 0usize;
-    for it in 0..iterations + 1000 {
-        if it == 1000 {
+    for it in 0..iterations + warm {
+        if it == warm {
+            warm_flows = new_flows();
             // Warm-up done: reset the counters.
             for c in &counters.stage_cycles {
                 c.set(0);
@@ -260,6 +302,21 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, lane: bool, tsc_gh
             " acl_cache_hits={} misses={}",
             a.cache_hits.get(),
             a.cache_misses.get()
+        );
+    }
+    if let Some(n) = flows {
+        if std::env::var("BENCH_LB_CONNTRACK").map_or(true, |v| v != "false") {
+            let timed_flows = new_flows() - warm_flows;
+            assert_eq!(warm_flows, n as u64, "the warm pass tracks every flow");
+            assert_eq!(timed_flows, 0, "timed passes are all hits");
+        }
+        let lb = names.iter().position(|&s| s == "lb").unwrap();
+        let lb_cycles = counters.stage_cycles[lb].get() as f64 / pkts;
+        let _ = write!(
+            line,
+            " flows={n} lb_lookups_per_s_per_core={:.2}M pipeline_pkts_per_s_per_core={:.2}M",
+            tsc_ghz * 1e3 / lb_cycles,
+            tsc_ghz * 1e3 / total
         );
     }
     println!("{line}");

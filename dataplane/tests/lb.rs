@@ -1255,3 +1255,170 @@ fn icmpv6_errors_quoting_extension_headers_reach_the_flows_backend() {
         assert_eq!(r.counters("v6")["counters"]["icmp_steered"], 20);
     }
 }
+
+#[test]
+fn tcp_rst_shortens_the_timeout() {
+    let lb = format!(
+        "[lb]\ntcp_timeout_s = 300\nclosing_timeout_s = 5\n{}",
+        web("", &backends(2, |_| 1))
+    );
+    let mut r = Router::new(&config(&lb));
+    let (a, b, c) = (client(7), client(8), client(9));
+    let start = r.now;
+    // Three tracked flows; A and B then see an RST, C does not.
+    r.run(
+        0,
+        &[
+            tcp(a.0, a.1, VIP, 80, 0x02, 0),
+            tcp(b.0, b.1, VIP, 80, 0x02, 0),
+            tcp(c.0, c.1, VIP, 80, 0x02, 0),
+        ],
+    );
+    r.now = start + 1_000_000_000;
+    r.run(
+        0,
+        &[
+            tcp(a.0, a.1, VIP, 80, 0x04, 0),
+            tcp(b.0, b.1, VIP, 80, 0x04, 0),
+        ],
+    );
+    assert_eq!(r.counters("web")["counters"]["tracked"], 2, "RSTs tracked");
+    // 4 s after the RST: within the closing timeout, still tracked.
+    r.now = start + 5_000_000_000;
+    r.run(0, &[tcp(a.0, a.1, VIP, 80, 0x10, 0)]);
+    let k = r.counters("web")["counters"].clone();
+    assert_eq!(
+        (k["new_flows"].clone(), k["tracked"].clone()),
+        (3.into(), 3.into())
+    );
+    // 6 s after the RST: B forgotten (a new flow); C, idle as long without
+    // an RST, is still tracked (300 s).
+    r.now = start + 7_000_000_000;
+    r.run(
+        0,
+        &[
+            tcp(b.0, b.1, VIP, 80, 0x10, 0),
+            tcp(c.0, c.1, VIP, 80, 0x10, 0),
+        ],
+    );
+    let k = r.counters("web")["counters"].clone();
+    assert_eq!(k["new_flows"], 4, "the RST flow forgotten after 5 s");
+    assert_eq!(k["tracked"], 4, "the flow without RST kept");
+}
+
+#[test]
+fn icmp_too_big_errors_follow_the_rate() {
+    let mut r = Router::new(&config(&format!(
+        "[lb]\nicmp_rate = 2\n{}",
+        web("", &backends(2, |_| 1))
+    )));
+    // Five 1500-byte DF packets (1520 once encapsulated) in one burst.
+    let big: Vec<_> = (0..5)
+        .map(|k| {
+            let (c, p) = client(k);
+            tcp(c, p, VIP, 80, 0x10, 1500 - 40)
+        })
+        .collect();
+    let out = r.run(0, &big);
+    assert_eq!(out.sent.len(), 2, "the limiter's burst: icmp_rate errors");
+    for (port, f) in &out.sent {
+        assert_eq!(*port, 0);
+        let h = PacketHeaders::from_ethernet_slice(f).unwrap();
+        assert!(matches!(h.transport, Some(TransportHeader::Icmpv4(_))));
+    }
+    assert_eq!(out.dropped.len(), 3);
+    assert!(out.dropped.iter().all(|(d, _)| *d == DropReason::TooBig));
+    assert_eq!(r.counters("web")["counters"]["too_big"], 5);
+    let limited = r.counters.events[dataplane::pipeline::Event::IcmpRateLimited as usize].get();
+    assert_eq!(limited, 3);
+    // One second later: two more tokens.
+    r.now += 1_000_000_000;
+    let out = r.run(0, &big);
+    assert_eq!(out.sent.len(), 2);
+    assert_eq!(r.counters("web")["counters"]["too_big"], 10);
+}
+
+#[test]
+fn ipv6_too_big_for_6in6_gets_a_packet_too_big() {
+    let lb = r#"
+[[lb.service]]
+name = "v6"
+vip = "2001:db8:f::10"
+proto = "tcp"
+port = 443
+source = "2001:db8:d::1"
+
+[[lb.service.backend]]
+address = "2001:db8:e::1"
+"#;
+    let mut r = Router::new(&config(lb));
+    let vip: [u8; 16] = "2001:db8:f::10"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
+    let src: [u8; 16] = "2001:db8:cc::7"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
+    let frame = |len: usize| {
+        let mut f = Vec::new();
+        PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+            .ipv6(src, vip, 60)
+            .tcp(20_000, 443, 1, 100)
+            .write(&mut f, &vec![0x5a; len - 60])
+            .unwrap();
+        f
+    };
+    // 1460 bytes of IPv6 fit a 1500-byte path behind a 40-byte header.
+    let out = r.run(0, &[frame(1460)]);
+    assert_eq!(out.sent.len(), 1);
+    assert_eq!(out.sent[0].0, 1, "encapsulated to the backend");
+    assert_eq!(out.sent[0].1.len(), 14 + 40 + 1460);
+    let input = frame(1461);
+    let out = r.run(0, std::slice::from_ref(&input));
+    assert_eq!(out.sent.len(), 1, "{:?}", out.dropped);
+    let (port, f) = &out.sent[0];
+    assert_eq!(*port, 0, "back toward the client");
+    assert_eq!(&f[..6], &GW_CLIENT);
+    let h = PacketHeaders::from_ethernet_slice(f).unwrap();
+    let Some(NetHeaders::Ipv6(ip, _)) = &h.net else {
+        panic!("{h:?}")
+    };
+    assert_eq!(ip.source, vip);
+    assert_eq!(ip.destination, src);
+    let Some(TransportHeader::Icmpv6(icmp)) = &h.transport else {
+        panic!("{h:?}")
+    };
+    assert_eq!(
+        icmp.icmp_type,
+        etherparse::Icmpv6Type::PacketTooBig { mtu: 1460 }
+    );
+    let payload = h.payload.slice();
+    let want = etherparse::Icmpv6Header::with_checksum(icmp.icmp_type, vip, src, payload).unwrap();
+    assert_eq!(icmp.checksum, want.checksum, "ICMPv6 checksum");
+    // The quote: the offending packet from its IPv6 header on, as much as
+    // keeps the error within 1280 bytes.
+    assert_eq!(payload, &input[14..14 + 1280 - 48]);
+    assert_eq!(usize::from(ip.payload_length), 8 + payload.len());
+    assert_eq!(r.counters("v6")["counters"]["too_big"], 1);
+}
+
+/// A packet to a VIP with TTL 1 is balanced, not expired: the balancer
+/// does not route it (the outer header, TTL 64, is what `route`
+/// decrements); the inner TTL reaches the backend as it came.
+#[test]
+fn ttl_one_packets_are_encapsulated_with_a_fresh_outer_ttl() {
+    let mut r = Router::new(&config(&web("", &backends(2, |_| 1))));
+    let (c, p) = client(4);
+    let mut f = tcp(c, p, VIP, 80, 0x02, 0);
+    f[22] = 1; // TTL
+    let h = Ipv4Header::from_slice(&f[14..]).unwrap().0;
+    f[24..26].copy_from_slice(&h.calc_header_checksum().to_be_bytes());
+    let out = r.run(0, std::slice::from_ref(&f));
+    assert!(out.dropped.is_empty(), "{:?}", out.dropped);
+    assert_eq!(out.sent.len(), 1);
+    let (outer, inner) = ipip(&out.sent[0].1);
+    assert_eq!(outer.time_to_live, 63, "64, less route's hop");
+    assert_eq!(inner, f[14..], "the inner packet unchanged, TTL 1");
+    assert_eq!(r.counters.drops[DropReason::TtlExceeded as usize].get(), 0);
+}

@@ -370,12 +370,35 @@ fn two_daemons_choose_the_same_backends_byte_for_byte() {
     let inp = input();
     let a = tempfile::tempdir().unwrap();
     let b = tempfile::tempdir().unwrap();
-    let (_, dc_a, client_a) = run(a.path(), &file_prefix("lb-b1"), false, &inp.frames);
+    let (ra, dc_a, client_a) = run(a.path(), &file_prefix("lb-b1"), false, &inp.frames);
     // The second lists its backends in the opposite order.
-    let (_, dc_b, client_b) = run(b.path(), &file_prefix("lb-b2"), true, &inp.frames);
+    let (rb, dc_b, client_b) = run(b.path(), &file_prefix("lb-b2"), true, &inp.frames);
     assert_eq!(dc_a.len(), dc_b.len());
     assert!(dc_a == dc_b, "same backend choices, same bytes");
     assert_eq!(client_a, client_b);
+    // The report names the same tables: per service, size and fingerprint.
+    let tables = |r: &RunResult| -> Vec<(String, u64, String)> {
+        r.report["stages"]["lb"]["services"]
+            .as_array()
+            .expect("lb services in the report")
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap().to_string(),
+                    s["table_size"].as_u64().expect("table_size"),
+                    s["fingerprint"].as_str().expect("fingerprint").to_string(),
+                )
+            })
+            .collect()
+    };
+    let (ta, tb) = (tables(&ra), tables(&rb));
+    assert!(ta.len() >= 2, "{ta:?}");
+    assert!(
+        ta.iter()
+            .all(|(_, size, f)| *size == 65_537 && f.len() == 16),
+        "{ta:?}"
+    );
+    assert_eq!(ta, tb, "the same Maglev tables in both daemons");
 }
 
 /// UDP flows from 198.51.100.x to the VIP 198.18.0.53, replayed forever.
@@ -467,6 +490,24 @@ fn reloads_keep_tracked_flows_on_their_backends() {
         l.lines().any(|x| x.contains("lb_new_flows=500"))
     })
     .unwrap();
+    // The stats line's totals, two intervals later (the occupancy is
+    // published after each burst, the counters within it).
+    std::thread::sleep(Duration::from_millis(500));
+    let log = d.log();
+    let line = log
+        .lines()
+        .rfind(|x| x.contains("lb_packets="))
+        .expect("a stats line with lb totals");
+    let field = |name: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+            .parse()
+            .unwrap_or_else(|e| panic!("{name} in {line}: {e}"))
+    };
+    assert!(field("lb_packets") > 500, "the feed replays: {line}");
+    assert_eq!(field("lb_new_flows"), 500, "{line}");
+    assert_eq!(field("conntrack"), 500, "every flow tracked once: {line}");
     let reload = |cfg: String| {
         std::fs::write(&path, cfg).unwrap();
         let a = dataplane::control::socket::request(&prefix, &format!("reload {}", path.display()))

@@ -1135,6 +1135,13 @@ mod tests {
         assert_eq!(e.flags, flags::TCP | flags::FIN);
         assert!(t.lookup(&k, h(&k), 55).is_some());
         assert_eq!(t.lookup(&k, h(&k), 56), None);
+        // RST: the same closing timeout (5, not TCP's 100).
+        let r = tcp(2);
+        t.insert(&r, h(&r), 1, 100).unwrap();
+        let e = t.mark_closing(&r, h(&r), 120, flags::RST).unwrap();
+        assert_eq!(e.flags, flags::TCP | flags::RST);
+        assert!(t.lookup(&r, h(&r), 125).is_some());
+        assert_eq!(t.lookup(&r, h(&r), 126), None);
         // RST on UDP-timed flow, and a re-insert clears the flags.
         let u = udp(1);
         t.insert(&u, h(&u), 1, 0).unwrap();

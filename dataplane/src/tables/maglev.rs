@@ -688,30 +688,39 @@ mod tests {
         assert_eq!(moved(&t, &without), (0, 0));
     }
 
-    /// Removing one of N backends (M = 65537), each of the N in turn (every
-    /// 7th for N = 100). Maglev is not minimally disruptive: besides the
-    /// removed backend's own 1/N, some entries move between survivors,
-    /// because the fill order after the removed backend's turns changes;
-    /// the bounds below leave room for that and no more (the observed
-    /// figures are in `benches/maglev.rs`'s output).
-    /// Asserted: ≤ 1.1/N and ≤ 0.1/N for N = 10, ≤ 2/N and ≤ 1/N for N = 100.
+    /// Removing one of N backends moves the removed backend's own 1/N and
+    /// some entries between survivors: Maglev is not minimally disruptive,
+    /// because after the removed backend's turns the survivors' fill order
+    /// changes. Zero moves between survivors would need a table that
+    /// remembers its history, and then two instances built from the same
+    /// config would differ. The bounds sit just above what is observed
+    /// (worst over the removals tried, in units of 1/N: moved / between
+    /// survivors): N = 10 at M = 65537, every removal: 1.030 / 0.030;
+    /// N = 100 at M = 65537, every removal: 1.617 / 0.618; N = 1000 at
+    /// M = 655373, every 100th removal: 4.31 / 3.31. The between-survivor
+    /// share grows with N/M, hence the larger table for N = 1000 (every
+    /// 250th removal here, to keep the debug run to a few seconds).
     #[test]
     fn removing_a_backend_moves_about_its_share() {
-        for (n, step, bound, survivors) in [(10u32, 1, 1.1, 0.1), (100, 7, 2.0, 1.0)] {
-            let all = Maglev::new(DEFAULT_SIZE, equal(n)).unwrap();
-            let m = f64::from(DEFAULT_SIZE);
+        for (size, n, step, bound, survivors) in [
+            (DEFAULT_SIZE, 10u32, 1, 1.05, 0.05),
+            (DEFAULT_SIZE, 100, 7, 1.7, 0.7),
+            (655_373, 1000, 250, 4.6, 3.6),
+        ] {
+            let all = Maglev::new(size, equal(n)).unwrap();
+            let m = f64::from(size);
             let (mut worst, mut worst_survivors) = (0.0f64, 0.0f64);
             for gone in (1..=n).step_by(step) {
-                let rest = Maglev::new(
-                    DEFAULT_SIZE,
-                    equal(n).into_iter().filter(|b| b.id.addr != v4(gone)),
-                )
-                .unwrap();
+                let rest =
+                    Maglev::new(size, equal(n).into_iter().filter(|b| b.id.addr != v4(gone)))
+                        .unwrap();
                 let (moved, between) = moved(&all, &rest);
                 worst = worst.max(moved as f64 / m);
                 worst_survivors = worst_survivors.max(between as f64 / m);
             }
             let n = f64::from(n);
+            // The removed backend's own entries always move.
+            assert!(worst >= 0.99 / n, "N = {n}: moved {worst}");
             assert!(worst <= bound / n, "N = {n}: moved {worst}");
             assert!(
                 worst_survivors <= survivors / n,
@@ -847,15 +856,23 @@ mod tests {
             }
         }
 
-        /// Removing one backend of equal-weight sets (M/N ≥ 250) moves at
-        /// most 2/N of the entries.
+        /// Removing one backend of equal-weight sets (M = 10007, N < 40, so
+        /// M/N > 250) moves its own 1/N plus, between survivors, at most
+        /// 0.05/N + 1.5% of the table. Observed over every removal for every
+        /// N in range: the between-survivor share grows about as 0.014·N in
+        /// units of 1/N (0.107/N at N = 10, 0.538/N at N = 39; zero at N = 2).
         #[test]
         fn minimal_disruption(n in 2u32..40, gone in any::<prop::sample::Index>()) {
             let gone = gone.index(n as usize) as u32 + 1;
             let all = Maglev::new(10_007, equal(n)).unwrap();
             let rest = Maglev::new(10_007, equal(n).into_iter().filter(|b| b.id.addr != v4(gone))).unwrap();
-            let (moved, _) = moved(&all, &rest);
-            prop_assert!(moved as f64 / 10_007.0 <= 2.0 / f64::from(n), "{} of {}", moved, n);
+            let (moved, between) = moved(&all, &rest);
+            let own = all.entry_counts()[all.index_of(&BackendId::new(v4(gone))).unwrap()];
+            let n = f64::from(n);
+            let survivors = 0.05 / n + 0.015;
+            prop_assert_eq!(moved - between, own as usize, "every entry of the removed backend moves");
+            prop_assert!(between as f64 / 10_007.0 <= survivors, "between survivors {} at N = {}", between, n);
+            prop_assert!(moved as f64 / 10_007.0 <= 1.0 / n + survivors + 1.0 / 10_007.0, "{} at N = {}", moved, n);
         }
     }
 }

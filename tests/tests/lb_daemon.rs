@@ -7,7 +7,8 @@
 //! oversized packet gets a valid ICMP error back; ICMP errors about tracked
 //! flows reach those flows' backends. Two daemons (the second with its
 //! backends listed in another order) produce the same output byte for
-//! byte. The books balance and no mbuf is leaked.
+//! byte. The books balance and no mbuf is leaked. In ring mode (1 and 2
+//! workers) it sends what run-to-completion sends, each flow in order.
 use dataplane_tests::*;
 use etherparse::{IpNumber, NetHeaders, PacketBuilder, PacketHeaders, TransportHeader};
 use std::collections::HashMap;
@@ -557,20 +558,47 @@ fn reloads_keep_tracked_flows_on_their_backends() {
     assert!(lost.is_empty(), "no drop but a full TX ring: {lost:?}");
 }
 
-/// `lb` in ring mode: one receiving core steers 2,000 flows over two
-/// workers, each with its own connection table. Every flow must be tracked
-/// exactly once (its packets all reach one worker: the tables hold 2,000
-/// entries between them, not more) and keep one backend; both workers
-/// take a share.
-#[test]
-fn ring_mode_tracks_each_flow_on_one_worker() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().display();
-    let prefix = file_prefix("lb-ring");
+/// Marks a sequenced frame's payload: MAGIC, flow (u32), seq (u32).
+const MAGIC: &[u8; 4] = b"LBSQ";
+/// Frames per flow in the ring test.
+const SEQS: u32 = 5;
+
+/// (flow, seq) of a sequenced frame (the inner packet's payload).
+fn flow_seq(frame: &[u8]) -> Option<(u32, u32)> {
+    let at = frame.windows(4).position(|w| w == MAGIC)?;
+    let b = frame.get(at + 4..at + 12)?;
+    Some((
+        u32::from_be_bytes(b[..4].try_into().unwrap()),
+        u32::from_be_bytes(b[4..].try_into().unwrap()),
+    ))
+}
+
+/// The ring test's config: run-to-completion (`workers` = 0: one worker
+/// polling both ports) or a distributor over `workers` workers, each with
+/// its own TX file per port.
+fn ring_config(dir: &Path, tag: &str, workers: usize) -> String {
+    let d = dir.display();
+    let prefix = file_prefix(tag);
     let backends: String = (1..=4)
         .map(|i| format!("[[lb.service.backend]]\naddress = \"10.2.0.{i}\"\n"))
         .collect();
-    let cfg = format!(
+    let tx = |port: &str| -> String {
+        (0..workers.max(1))
+            .map(|w| format!(",tx_pcap={d}/{tag}-{port}-{w}.pcap"))
+            .collect()
+    };
+    let threads = if workers == 0 {
+        "[[worker]]\ncore = 1\nrx = [\"client\", \"dc\"]\n".to_owned()
+    } else {
+        // Room for the whole pcap: the pcap port reads it faster than
+        // debug-built workers take it, and a full ring drops.
+        let mut s: String = (0..workers)
+            .map(|w| format!("[[worker]]\ncore = {}\n", w % 2))
+            .collect();
+        s += "[distributor]\ncore = 1\nrx = [\"client\", \"dc\"]\nring_size = 8192\n";
+        s
+    };
+    format!(
         r#"pipeline = ["lb", "route"]
 [eal]
 file_prefix = "{prefix}"
@@ -581,24 +609,15 @@ control_core = 0
 stats_interval_ms = 0
 [[port]]
 name = "client"
-device = "net_pcap0,rx_pcap={d}/client-in.pcap,tx_pcap={d}/client-w0.pcap,tx_pcap={d}/client-w1.pcap"
+device = "net_pcap0,rx_pcap={d}/client-in.pcap{client_tx}"
 mac = "02:00:00:00:01:01"
 ipv4 = ["192.0.2.1/24"]
 [[port]]
 name = "dc"
-device = "net_pcap1,rx_pcap={d}/dc-in.pcap,tx_pcap={d}/dc-w0.pcap,tx_pcap={d}/dc-w1.pcap"
+device = "net_pcap1,rx_pcap={d}/dc-in.pcap{dc_tx}"
 mac = "02:00:00:00:02:01"
 ipv4 = ["10.1.0.1/16"]
-[[worker]]
-core = 0
-[[worker]]
-core = 1
-[distributor]
-core = 1
-rx = ["client", "dc"]
-# Room for the whole pcap: the pcap port reads it faster than debug-built
-# workers take it, and a full ring drops.
-ring_size = 8192
+{threads}
 [route]
 [[route.static]]
 prefix = "10.2.0.0/16"
@@ -612,53 +631,123 @@ vip = "198.18.0.10"
 proto = "tcp"
 port = 80
 source = "10.1.0.1"
-{backends}"#
-    );
-    let flows = 2000;
+{backends}"#,
+        client_tx = tx("client"),
+        dc_tx = tx("dc"),
+    )
+}
+
+/// `lb` in ring mode: one receiving core steers 1,000 TCP flows (5
+/// sequenced frames each, rounds in a shuffled flow order) over 1 and over
+/// 2 workers, each with its own connection table. Each sends the same
+/// frames as run-to-completion (a multiset: flows interleave differently),
+/// every flow's frames leave in order through one worker's TX queue and to
+/// one backend, and every flow is tracked exactly once (the tables hold
+/// 1,000 entries between them, not more); with 2 both workers take a share.
+#[test]
+fn ring_mode_tracks_each_flow_on_one_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = 1000u32;
     let mut frames = Vec::new();
-    for k in 0..flows {
-        let (c, p) = client(k);
-        frames.push(tcp(c, p, VIP, 80, true, 0));
-        frames.push(tcp(c, p, VIP, 80, false, 10));
+    let mut state = 0x2545_f491_u32;
+    for seq in 0..SEQS {
+        let mut order: Vec<u32> = (0..flows).collect();
+        for i in (1..order.len()).rev() {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            order.swap(i, (state >> 8) as usize % (i + 1));
+        }
+        for f in order {
+            let (c, p) = client(f as usize);
+            let mut pl = MAGIC.to_vec();
+            pl.extend_from_slice(&f.to_be_bytes());
+            pl.extend_from_slice(&seq.to_be_bytes());
+            let mut b = Vec::new();
+            let t = PacketBuilder::ethernet2(PEER, CLIENT_MAC)
+                .ipv4(c, VIP, 60)
+                .tcp(p, 80, 7, 65535);
+            let t = if seq == 0 { t.syn() } else { t.ack(1) };
+            t.write(&mut b, &pl).unwrap();
+            frames.push(b);
+        }
     }
     write_pcap(&dir.path().join("client-in.pcap"), &frames).unwrap();
     write_pcap(&dir.path().join("dc-in.pcap"), &[]).unwrap();
-    let path = dir.path().join("lb.toml");
-    std::fs::write(&path, cfg).unwrap();
-    let r = run_daemon(
-        dir.path(),
-        &path,
-        &["--stop-when-idle", "800"],
-        Duration::from_secs(120),
-    )
-    .unwrap();
-    assert_eq!(r.report["mempool"]["in_use"], 0);
-    let mut out = read_pcap(&dir.path().join("dc-w0.pcap")).unwrap();
-    out.extend(read_pcap(&dir.path().join("dc-w1.pcap")).unwrap());
-    assert_eq!(out.len(), frames.len(), "every packet balanced and sent");
-    let mut backend_of: HashMap<(Vec<u8>, u16), Ipv4Addr> = HashMap::new();
-    for f in &out {
-        let (b, inner) = check_ipip(f);
-        let key = (
-            inner[12..16].to_vec(),
-            u16::from_be_bytes([inner[20], inner[21]]),
+    let total = frames.len() as u64;
+    let run = |tag: &str, workers: usize| -> (Vec<Vec<Vec<u8>>>, serde_json::Value) {
+        let path = dir.path().join(format!("{tag}.toml"));
+        std::fs::write(&path, ring_config(dir.path(), tag, workers)).unwrap();
+        let r = run_daemon(
+            dir.path(),
+            &path,
+            &["--stop-when-idle", "800"],
+            Duration::from_secs(120),
+        )
+        .unwrap_or_else(|e| panic!("{tag}: {e}"));
+        assert_eq!(r.report["mempool"]["in_use"], 0, "{tag}: mbufs leaked");
+        assert_eq!(r.report["rx"], total, "{tag}");
+        let files = (0..workers.max(1))
+            .map(|w| read_pcap(&dir.path().join(format!("{tag}-dc-{w}.pcap"))).unwrap())
+            .collect();
+        (files, r.report)
+    };
+    let multiset = |files: &[Vec<Vec<u8>>]| -> HashMap<Vec<u8>, usize> {
+        let mut m = HashMap::new();
+        for f in files.iter().flatten() {
+            *m.entry(f.clone()).or_default() += 1;
+        }
+        m
+    };
+    let (rtc, rtc_report) = run("lb-rtc", 0);
+    for (tag, workers) in [("lb-ring1", 1), ("lb-ring2", 2)] {
+        let (out, report) = run(tag, workers);
+        assert_eq!(
+            out.iter().map(Vec::len).sum::<usize>(),
+            frames.len(),
+            "{tag}: every packet balanced and sent"
         );
-        let was = *backend_of.entry(key).or_insert(b);
-        assert_eq!(was, b, "a flow changed backend");
-    }
-    assert_eq!(backend_of.len(), flows);
-    let web = &r.report["stages"]["lb"]["services"][0]["counters"];
-    assert_eq!(web["new_flows"], flows as u64, "{web:#}");
-    assert_eq!(web["tracked"], flows as u64, "{web:#}");
-    assert_eq!(
-        r.report["stages"]["lb"]["conntrack"]["entries"], flows as u64,
-        "each flow in one worker's table"
-    );
-    let workers = r.report["workers"].as_array().unwrap();
-    for (i, w) in workers.iter().enumerate() {
         assert!(
-            w["ring_rx"].as_u64().unwrap_or(0) > 0,
-            "worker {i} got nothing: {w:#}"
+            multiset(&out) == multiset(&rtc),
+            "{tag}: other frames than run-to-completion"
         );
+        // Per flow: one TX queue, one backend, frames in sequence.
+        let mut seen: HashMap<u32, (usize, Ipv4Addr, u32)> = HashMap::new();
+        for (q, file) in out.iter().enumerate() {
+            for f in file {
+                let (b, _) = check_ipip(f);
+                let (flow, seq) = flow_seq(f).expect("a sequenced frame");
+                match seen.insert(flow, (q, b, seq)) {
+                    None => assert_eq!(seq, 0, "{tag}: flow {flow} starts at {seq}"),
+                    Some((pq, pb, ps)) => {
+                        assert_eq!(pq, q, "{tag}: flow {flow} left through two queues");
+                        assert_eq!(pb, b, "{tag}: flow {flow} changed backend");
+                        assert_eq!(seq, ps + 1, "{tag}: flow {flow}: seq {seq} after {ps}");
+                    }
+                }
+            }
+        }
+        assert_eq!(seen.len(), flows as usize, "{tag}");
+        assert!(seen.values().all(|&(_, _, s)| s == SEQS - 1), "{tag}");
+        let lb = &report["stages"]["lb"];
+        let web = &lb["services"][0]["counters"];
+        assert_eq!(web["new_flows"], u64::from(flows), "{tag}: {web:#}");
+        assert_eq!(
+            web["tracked"],
+            u64::from(flows * (SEQS - 1)),
+            "{tag}: {web:#}"
+        );
+        assert_eq!(
+            lb["conntrack"]["entries"],
+            u64::from(flows),
+            "{tag}: each flow in one worker's table"
+        );
+        assert_eq!(report["tx"], rtc_report["tx"], "{tag}");
+        let workers_r = report["workers"].as_array().unwrap();
+        assert_eq!(workers_r.len(), workers);
+        for (i, w) in workers_r.iter().enumerate() {
+            assert!(
+                w["ring_rx"].as_u64().unwrap_or(0) > 0,
+                "{tag}: worker {i} got nothing: {w:#}"
+            );
+        }
     }
 }

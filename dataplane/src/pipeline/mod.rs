@@ -23,6 +23,7 @@ pub mod local;
 pub mod meta;
 pub mod packet;
 pub mod parse;
+pub mod report;
 pub mod route;
 
 pub use lane::Lane;
@@ -38,6 +39,7 @@ use forward::Forward;
 use lb::LbStage;
 use parse::Parse;
 use route::{FastTx, MarkTx, RouteStage};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What a stage may read or bump besides the packets: the time and the
@@ -70,9 +72,28 @@ pub type Clock = fn() -> u64;
 pub type MetaBurst = [Meta; BURST_SIZE];
 
 /// A stage's counters as the control thread reads them for the report:
-/// one instance per worker, summed by [`sum_reports`].
+/// one instance per worker, summed by [`crate::stats::sum_reports`].
 pub trait StageCounters: Send + Sync {
     fn report(&self) -> serde_json::Value;
+}
+
+/// What the control thread reads of a stage's tables in the set in force:
+/// counters that start anew with new tables, what the config sized them
+/// to. One per stage, not per worker ([`StageOps::tables_report`]); the
+/// daemon asks each stage's and names none ([`report::StageReports`]).
+pub trait TablesReport: Sync {
+    /// Merged into the stage's entry of the report's `stages` (beside its
+    /// workers' summed [`StageCounters`]), not summed over workers.
+    fn report(&self, _set: &TableSet) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// The stage's entries in the report's `tables` (sizes, memory).
+    fn sizes(&self, _set: &TableSet, _out: &mut BTreeMap<String, u64>) {}
+
+    /// The stage's ` key=value` pairs on the periodic stats line;
+    /// `workers` are its workers' counters.
+    fn stats_line(&self, _set: &TableSet, _workers: &[Arc<dyn StageCounters>], _out: &mut String) {}
 }
 
 /// What every stage is. Adding a stage: its file implementing this, a
@@ -102,6 +123,11 @@ pub trait StageOps {
 
     /// This worker's counters for the report, if the stage keeps any.
     fn counters(&self) -> Option<Arc<dyn StageCounters>> {
+        None
+    }
+
+    /// What the report and the stats line take from the stage's tables.
+    fn tables_report(&self) -> Option<&'static dyn TablesReport> {
         None
     }
 
@@ -153,6 +179,10 @@ impl Stage {
 
     pub fn counters(&self) -> Option<Arc<dyn StageCounters>> {
         each_stage!(self, s => StageOps::counters(s))
+    }
+
+    pub fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        each_stage!(self, s => StageOps::tables_report(s))
     }
 
     fn forwards(&self) -> bool {
@@ -216,53 +246,15 @@ impl<T: StageOps + ?Sized> StageOps for Box<T> {
     fn counters(&self) -> Option<Arc<dyn StageCounters>> {
         (**self).counters()
     }
+    fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        (**self).tables_report()
+    }
     fn forwards(&self) -> bool {
         (**self).forwards()
     }
     fn whole_burst<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
         (**self).whole_burst(pkts, in_port)
     }
-}
-
-/// Sums the per-worker reports of one stage: numbers add, arrays add
-/// element by element, objects key by key; anything else is kept from the
-/// first.
-pub fn sum_reports(parts: &[serde_json::Value]) -> serde_json::Value {
-    use serde_json::Value;
-    fn add(a: &mut Value, b: &Value) {
-        match (a, b) {
-            (Value::Number(x), Value::Number(y)) => {
-                if let (Some(p), Some(q)) = (x.as_u64(), y.as_u64()) {
-                    *x = (p + q).into();
-                }
-            }
-            (Value::Array(x), Value::Array(y)) => {
-                for (u, v) in x.iter_mut().zip(y) {
-                    add(u, v);
-                }
-            }
-            (Value::Object(x), Value::Object(y)) => {
-                for (k, v) in y {
-                    match x.get_mut(k) {
-                        Some(u) => add(u, v),
-                        None => {
-                            x.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut it = parts.iter();
-    let Some(first) = it.next() else {
-        return Value::Null;
-    };
-    let mut sum = first.clone();
-    for p in it {
-        add(&mut sum, p);
-    }
-    sum
 }
 
 /// A worker's pipeline instance (each worker owns one; tables inside are shared).
@@ -345,6 +337,14 @@ impl Pipeline {
         self.stages
             .iter()
             .filter_map(|s| s.counters().map(|c| (s.name(), c)))
+            .collect()
+    }
+
+    /// Every stage's reader of its tables, by stage name.
+    pub fn tables_reports(&self) -> Vec<(&'static str, &'static dyn TablesReport)> {
+        self.stages
+            .iter()
+            .filter_map(|s| s.tables_report().map(|t| (s.name(), t)))
             .collect()
     }
 

@@ -43,7 +43,9 @@ pub use crate::wire::ipv4::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
 use super::local::{self, IcmpLimiter};
 use super::meta::flags;
 use super::parse::Parse;
-use super::{DropReason, Lane, Meta, MetaBurst, Output, PacketBuf, StageCtx, StageOps, Verdict};
+use super::{
+    DropReason, Lane, Meta, MetaBurst, Output, PacketBuf, StageCtx, StageOps, TablesReport, Verdict,
+};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
@@ -52,6 +54,7 @@ use crate::tables::{raw_value, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
 use martians::{v4_martian, v6_scope_martian};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -86,6 +89,29 @@ impl StageOps for RouteStage {
 
     fn forwards(&self) -> bool {
         true
+    }
+
+    fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        Some(&RouteTablesReport)
+    }
+}
+
+/// The route tables' sizes and memory for the report's `tables`.
+struct RouteTablesReport;
+
+impl TablesReport for RouteTablesReport {
+    fn sizes(&self, set: &TableSet, m: &mut BTreeMap<String, u64>) {
+        let Some(r) = &set.routing else {
+            return;
+        };
+        let s = r.stats();
+        m.insert("routes_v4".into(), s.routes_v4 as u64);
+        m.insert("routes_v6".into(), s.routes_v6 as u64);
+        m.insert("nexthops".into(), s.nexthops as u64);
+        m.insert("ecmp_groups".into(), s.groups as u64);
+        m.insert("neighbors".into(), s.neighbors as u64);
+        m.insert("neighbor_learn_failures".into(), s.neighbor_learn_failures);
+        m.insert("route_memory_bytes".into(), s.memory_bytes as u64);
     }
 }
 

@@ -9,7 +9,7 @@
 //! turns it off) and never changes a verdict, only its cost.
 //!
 //! Meta: reads `verdict`, `l3`, `key`; sets `verdict = Drop(acl_deny)`.
-use super::route::FastTx;
+use super::tx::FastTx;
 use super::{
     DropReason, FlowKeyV4, Lane, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
     TablesReport, Verdict, L3,

@@ -6,7 +6,7 @@
 //! of sending them itself: only the last stage sends directly).
 //!
 //! Meta: reads `verdict`. Plain packets still on the lane are `Continue`.
-use super::route::FastTx;
+use super::tx::FastTx;
 use super::{Lane, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps, Verdict};
 use crate::burst::Burst;
 use crate::stats::Counter;

@@ -4,7 +4,7 @@
 //!
 //! Meta: reads `in_port`, `verdict`; sets `verdict` (`Tx(out)`, or
 //! `Drop(no_output)` for an unpaired port, `Drop(truncated)` for a runt).
-use super::route::FastTx;
+use super::tx::FastTx;
 use super::{DropReason, Lane, MetaBurst, PacketBuf, StageCtx, StageOps, Verdict};
 use crate::burst::Burst;
 

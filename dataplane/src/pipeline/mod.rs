@@ -11,7 +11,7 @@
 //! sweep that leaves plain IPv4 packets' header fields in the [`Lane`] and
 //! fills `Meta` only for the others; each stage reads both, and the stage
 //! that forwards (`route`) sends the plain packets its fast path rewrote
-//! straight to the output when it is the last stage ([`route::SendTx`]).
+//! straight to the output when it is the last stage ([`tx::SendTx`]).
 //! `Pipeline::set_lane(false)` runs the same stages one by one over fully
 //! parsed `Meta` instead: the reference the tests compare the lane with.
 pub mod acl;
@@ -25,6 +25,7 @@ pub mod packet;
 pub mod parse;
 pub mod report;
 pub mod route;
+pub mod tx;
 
 pub use lane::Lane;
 pub use meta::{DropReason, Event, FlowKey, FlowKeyV4, Meta, Verdict, L3};
@@ -38,9 +39,10 @@ use count::CountStage;
 use forward::Forward;
 use lb::LbStage;
 use parse::Parse;
-use route::{FastTx, MarkTx, RouteStage};
+use route::RouteStage;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tx::{FastTx, MarkTx};
 
 /// What a stage may read or bump besides the packets: the time and the
 /// worker's counters (single writer: the worker running the stage).
@@ -264,6 +266,8 @@ pub struct Pipeline {
     /// mode; costs two clock reads a stage). `None`: off, one test per
     /// burst as a flag would be.
     profile: Option<Clock>,
+    /// The list starts with `parse`: the lane is possible.
+    parse_leads: bool,
     /// Run on the fast lane (the default wherever `parse` leads); false:
     /// stage by stage over fully parsed `Meta`.
     lane_on: bool,
@@ -282,14 +286,15 @@ pub const MAX_STAGES: usize = 6;
 impl Pipeline {
     pub fn new(stages: Vec<Stage>) -> Self {
         assert!(stages.len() <= MAX_STAGES);
-        let parsed = matches!(stages.first(), Some(Stage::Parse(_)));
+        let parse_leads = matches!(stages.first(), Some(Stage::Parse(_)));
         // Stages after the sweep up to and including the forwarder.
         let forwarder = stages.iter().position(Stage::forwards);
         let early = forwarder.is_none_or(|f| f > 1);
         Pipeline {
             stages,
             profile: None,
-            lane_on: parsed,
+            parse_leads,
+            lane_on: parse_leads,
             early,
             lane: Lane::default(),
             port_macs: Vec::new(),
@@ -318,7 +323,7 @@ impl Pipeline {
     /// Runs the stages on the fast lane (default, where `parse` leads) or
     /// one by one over fully parsed `Meta` (`false`): tests compare the two.
     pub fn set_lane(&mut self, on: bool) {
-        self.lane_on = on && matches!(self.stages.first(), Some(Stage::Parse(_)));
+        self.lane_on = on && self.parse_leads;
     }
 
     /// Turns per-stage cycle accounting (`WorkerCounters::stage_cycles`) on
@@ -436,7 +441,7 @@ impl Pipeline {
     ///   all hold an Ethernet header); same output as `run` + `dispatch`
     ///   (tests in `forward.rs`), profiled as the `forward` stage;
     /// - the last stage sends its fast-path packets as it rewrites them
-    ///   ([`route::SendTx`]), so they leave ahead of the burst's other
+    ///   ([`tx::SendTx`]), so they leave ahead of the burst's other
     ///   packets; the same packets, bytes and counters as `run` + `dispatch`
     ///   otherwise (test `dataplane/tests/lane.rs`).
     #[inline]
@@ -465,8 +470,8 @@ impl Pipeline {
             }
         }
         // The last stage's fast-path packets go straight to `out`
-        // (`route::SendTx`); profiling counts them in that stage.
-        let mut send = route::SendTx {
+        // (`tx::SendTx`); profiling counts them in that stage.
+        let mut send = tx::SendTx {
             out: &mut *out,
             sent: 0,
         };

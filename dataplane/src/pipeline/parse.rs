@@ -34,7 +34,7 @@
 //! `hash`; sets `verdict = Drop(reason)` for malformed packets, frames not
 //! for us and EtherTypes other than IPv4, IPv6 and ARP.
 use super::meta::flags;
-use super::route::FastTx;
+use super::tx::FastTx;
 use super::StageOps;
 use super::{DropReason, FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict, L3};
 use crate::burst::Burst;

@@ -44,7 +44,7 @@ mod plain;
 
 use super::parse::{fragment_v4, fragment_v6};
 use super::route::martians::{v4_martian, v6_martian, v6_scope_martian};
-use super::route::FastTx;
+use super::tx::FastTx;
 use super::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
     TablesReport, Verdict, L3,

@@ -12,7 +12,7 @@
 use super::tx::FastTx;
 use super::{
     DropReason, FlowKeyV4, Lane, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
-    TablesReport, Verdict, L3,
+    StageSpec, TablesReport, Verdict, L3,
 };
 use crate::burst::Burst;
 use crate::burst::BURST_SIZE;
@@ -28,9 +28,13 @@ use std::sync::Arc;
 pub use crate::tables::set::AclCounters;
 
 impl StageOps for AclStage {
-    fn name(&self) -> &'static str {
-        "acl"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "acl",
+        section: Some("acl"),
+        forwards: false,
+        needs_later_forwarder: true,
+        needs_headers: true,
+    };
 
     /// Plain packets are classified by their lane keys, the others from
     /// `Meta`: same verdicts, counters and cache contents either way.

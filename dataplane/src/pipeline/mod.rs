@@ -98,12 +98,37 @@ pub trait TablesReport: Sync {
     fn stats_line(&self, _set: &TableSet, _workers: &[Arc<dyn StageCounters>], _out: &mut String) {}
 }
 
-/// What every stage is. Adding a stage: its file implementing this, a
-/// variant in [`Stage`] (one line per `match` there) and its config
-/// section; the report, the daemon and the profiler take it from here.
-pub trait StageOps {
+/// What a stage declares of itself, in its own file (`StageOps::SPEC`):
+/// its name, and what the config's ordering rules check of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageSpec {
     /// The name in the config, the report and the profiler.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
+    /// Its config section (the stage's name), if it has one: the stage
+    /// needs it, and it needs the stage.
+    pub section: Option<&'static str>,
+    /// It sends packets to an output port (at most one per pipeline).
+    pub forwards: bool,
+    /// It only filters and needs a later stage that forwards.
+    pub needs_later_forwarder: bool,
+    /// It reads packet headers (the `parse` sweep runs before the first
+    /// such stage).
+    pub needs_headers: bool,
+}
+
+/// What every stage is. Adding a stage: its file implementing this (its
+/// `SPEC` included), a variant in [`Stage`] (one line per `match` there),
+/// its config section and its line in `config::StageKind::spec`; the
+/// config checks, the report, the daemon and the profiler take it from
+/// here.
+pub trait StageOps {
+    /// The stage's declaration.
+    const SPEC: StageSpec;
+
+    /// The name in the config, the report and the profiler.
+    fn name(&self) -> &'static str {
+        Self::SPEC.name
+    }
 
     /// Decides the packets of a burst: plain ones from `lane` (see
     /// [`lane`]; [`Lane::materialize`] gives one its full `Meta`, and
@@ -135,7 +160,7 @@ pub trait StageOps {
 
     /// Whether the stage sends packets to an output (only one per list).
     fn forwards(&self) -> bool {
-        false
+        Self::SPEC.forwards
     }
 
     /// When the stage is the whole pipeline: sends a burst whole to one
@@ -227,10 +252,9 @@ impl Stage {
     }
 }
 
-impl<T: StageOps + ?Sized> StageOps for Box<T> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
+impl<T: StageOps> StageOps for Box<T> {
+    const SPEC: StageSpec = T::SPEC;
+
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
@@ -250,9 +274,6 @@ impl<T: StageOps + ?Sized> StageOps for Box<T> {
     }
     fn tables_report(&self) -> Option<&'static dyn TablesReport> {
         (**self).tables_report()
-    }
-    fn forwards(&self) -> bool {
-        (**self).forwards()
     }
     fn whole_burst<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
         (**self).whole_burst(pkts, in_port)

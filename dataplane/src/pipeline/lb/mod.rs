@@ -47,7 +47,7 @@ use super::route::martians::{v4_martian, v6_martian, v6_scope_martian};
 use super::tx::FastTx;
 use super::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
-    TablesReport, Verdict, L3,
+    StageSpec, TablesReport, Verdict, L3,
 };
 use crate::burst::Burst;
 use crate::pipeline::local::IcmpLimiter;
@@ -169,9 +169,13 @@ fn timeouts(spec: &crate::tables::lb::LbSpec, hz: u64) -> Timeouts {
 }
 
 impl StageOps for LbStage {
-    fn name(&self) -> &'static str {
-        "lb"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "lb",
+        section: Some("lb"),
+        forwards: false,
+        needs_later_forwarder: true,
+        needs_headers: true,
+    };
 
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(

@@ -45,7 +45,8 @@ use super::meta::flags;
 use super::parse::Parse;
 use super::tx::FastTx;
 use super::{
-    DropReason, Lane, Meta, MetaBurst, PacketBuf, StageCtx, StageOps, TablesReport, Verdict,
+    DropReason, Lane, Meta, MetaBurst, PacketBuf, StageCtx, StageOps, StageSpec, TablesReport,
+    Verdict,
 };
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
@@ -66,9 +67,13 @@ pub struct RouteStage {
 }
 
 impl StageOps for RouteStage {
-    fn name(&self) -> &'static str {
-        "route"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "route",
+        section: Some("route"),
+        forwards: true,
+        needs_later_forwarder: false,
+        needs_headers: true,
+    };
 
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
@@ -86,10 +91,6 @@ impl StageOps for RouteStage {
         if let Some(r) = &set.routing {
             self.rebind_routing(r, set.icmp_rate);
         }
-    }
-
-    fn forwards(&self) -> bool {
-        true
     }
 
     fn tables_report(&self) -> Option<&'static dyn TablesReport> {

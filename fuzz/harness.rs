@@ -332,8 +332,7 @@ pub struct Outcome {
 pub fn run(data: &[u8]) -> Option<Outcome> {
     let input = decode(data)?;
     let r = router();
-    let (mut pipeline, _hits) =
-        build_pipeline(&r.cfg, &r.res, &r.tables, &r.port_macs, &r.peer_macs);
+    let mut pipeline = build_pipeline(&r.cfg, &r.res, &r.tables, &r.port_macs, &r.peer_macs);
     let mut burst = Burst::<VecPacket>::new();
     for f in &input.frames {
         if burst.push(VecPacket::new(f.clone())).is_err() {

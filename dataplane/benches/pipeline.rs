@@ -215,7 +215,7 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, lane: bool, tsc_gh
     }
     let (cfg, res) = Config::parse(&toml, name).unwrap();
     let tables = build_tables(&cfg, &res, &PORT_MACS, &[]).unwrap();
-    let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &PORT_MACS, &PORT_MACS);
+    let mut pipeline = build_pipeline(&cfg, &res, &tables, &PORT_MACS, &PORT_MACS);
     pipeline.set_profile(Some(rdtsc));
     pipeline.set_lane(lane);
     let names = pipeline.stage_names();
@@ -296,12 +296,12 @@ fn run(name: &str, routes: usize, rules: usize, stages: &str, lane: bool, tsc_gh
         out.sent,
         out.dropped
     );
-    if let Some(a) = acl {
+    if let Some((_, a)) = pipeline.counters().into_iter().find(|(n, _)| *n == "acl") {
+        let cache = &a.report()["flow_cache"];
         let _ = write!(
             line,
             " acl_cache_hits={} misses={}",
-            a.cache_hits.get(),
-            a.cache_misses.get()
+            cache["hits"], cache["misses"]
         );
     }
     if let Some(n) = flows {

@@ -10,13 +10,14 @@ use crate::dpdk::port::PortConfig;
 use crate::dpdk::ring::Ring;
 use crate::dpdk::tap_signals::SignalSink;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
-use crate::pipeline::acl::{AclCounters, AclStage};
+use crate::pipeline::acl::AclStage;
 use crate::pipeline::count::CountStage;
 use crate::pipeline::forward::Forward;
 use crate::pipeline::lb::LbStage;
 use crate::pipeline::parse::Parse;
+use crate::pipeline::report::StageReports;
 use crate::pipeline::route::RouteStage;
-use crate::pipeline::{sum_reports, Pipeline, Stage, StageCounters};
+use crate::pipeline::{Pipeline, Stage};
 use crate::stats::{
     self, DistributorCounters, DistributorReport, DistributorStats, FeedReport, FinalReport,
     MempoolReport, Originated, PortReport, WorkerReport, WorkerSnapshot, WorkerStats,
@@ -407,17 +408,16 @@ fn build_routing(
     Ok(routing)
 }
 
-/// A pipeline over `tables` with worker 0's counters; returns it with
-/// those ACL counters (tests, benches, the fuzzer).
+/// A pipeline over `tables` with worker 0's counters (tests, benches, the
+/// fuzzer; its stages' counters through [`Pipeline::counters`]).
 pub fn build_pipeline(
     cfg: &Config,
     res: &Resolved,
     tables: &SharedTables,
     port_macs: &[[u8; 6]],
     peer_macs: &[[u8; 6]],
-) -> (Pipeline, Option<Arc<AclCounters>>) {
-    let p = build_worker_pipeline(cfg, res, tables, port_macs, peer_macs, 0);
-    (p, tables.acl.as_ref().map(|a| a.counters_for(0)))
+) -> Pipeline {
+    build_worker_pipeline(cfg, res, tables, port_macs, peer_macs, 0)
 }
 
 /// Worker `worker`'s pipeline over `tables`.
@@ -645,7 +645,7 @@ pub fn run(
     let lcores = eal.worker_lcores();
     let mut worker_stats = Vec::new();
     let mut stage_names = Vec::new();
-    let mut stage_counters = Vec::new();
+    let mut stage_reports = StageReports::default();
     let mut guard = WorkerGuard {
         eal: &eal,
         flag: worker_flag.clone(),
@@ -678,7 +678,7 @@ pub fn run(
         if w == 0 {
             stage_names = pipeline.stage_names();
         }
-        stage_counters.extend(pipeline.counters());
+        stage_reports.add(&pipeline);
         let fed = plan.and_then(|d| d.workers.iter().position(|&x| x == w));
         let rings = fed.and_then(|k| consumers[k].take()).unwrap_or_default();
         let worker = Worker {
@@ -863,7 +863,7 @@ pub fn run(
                         &worker_stats,
                         plan.zip(dist_stats.as_deref()),
                         &reloader,
-                        &stage_reports(&stage_counters, &tables.load()),
+                        &stage_reports.report(&tables.load()),
                     )),
                 },
                 _ => Answer {
@@ -923,9 +923,9 @@ pub fn run(
                     )
                 })
                 .collect();
-            let lb = lb_stats_line(&stage_counters, &tables.load());
+            let by_stage = stage_reports.stats_line(&tables.load());
             tracing::info!(
-                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={}{lb} drops={:?} originated_by={:?}",
+                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={}{by_stage} drops={:?} originated_by={:?}",
                 bal.originated,
                 bal.consumed,
                 busy.join(","),
@@ -992,8 +992,8 @@ pub fn run(
         originated_total: balance.originated,
         consumed: balance.consumed,
         events: stats::event_totals(&all),
-        stages: stage_reports(&stage_counters, &current),
-        tables: table_report(&current),
+        stages: stage_reports.report(&current),
+        tables: stage_reports.sizes(&current),
         reloads: reloader.counters.report(),
         cycles_per_packet: if cfg.daemon.profile_stages {
             cycles_per_packet(&stage_names, &snaps, rx)
@@ -1223,56 +1223,6 @@ fn live_stats(
     })
 }
 
-/// The load balancer's part of the stats line: packets balanced, new
-/// flows, and tracked connections over all workers (empty without `lb`).
-fn lb_stats_line(
-    counters: &[(&'static str, Arc<dyn StageCounters>)],
-    current: &TableSet,
-) -> String {
-    let Some(lb) = &current.lb else {
-        return String::new();
-    };
-    let (packets, flows) = lb.totals();
-    let entries: u64 = counters
-        .iter()
-        .filter(|(n, _)| *n == "lb")
-        .map(|(_, c)| c.report()["conntrack"]["entries"].as_u64().unwrap_or(0))
-        .sum();
-    format!(" lb_packets={packets} lb_new_flows={flows} conntrack={entries}")
-}
-
-/// Every stage's counters, summed over workers: those the workers' stages
-/// keep, and those of the table set in force.
-fn stage_reports(
-    counters: &[(&'static str, Arc<dyn StageCounters>)],
-    current: &TableSet,
-) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let mut m = std::collections::BTreeMap::new();
-    let mut names: Vec<&str> = counters.iter().map(|(n, _)| *n).collect();
-    names.sort_unstable();
-    names.dedup();
-    for name in names {
-        let parts: Vec<_> = counters
-            .iter()
-            .filter(|(n, _)| *n == name)
-            .map(|(_, c)| c.report())
-            .collect();
-        m.insert(name.to_owned(), sum_reports(&parts));
-    }
-    for (name, r) in current.stage_reports() {
-        match (m.get_mut(name), r) {
-            // The stage's own counters and its tables' side by side.
-            (Some(serde_json::Value::Object(have)), serde_json::Value::Object(more)) => {
-                have.extend(more);
-            }
-            (_, r) => {
-                m.insert(name.to_owned(), r);
-            }
-        }
-    }
-    m
-}
-
 fn cycles_per_packet(
     names: &[&str],
     snaps: &[stats::WorkerSnapshot],
@@ -1286,23 +1236,5 @@ fn cycles_per_packet(
         m.insert((*n).to_owned(), per(k));
     }
     m.insert("dispatch".into(), per(crate::pipeline::MAX_STAGES));
-    m
-}
-
-fn table_report(t: &SharedTables) -> std::collections::BTreeMap<String, u64> {
-    let mut m = std::collections::BTreeMap::new();
-    if let Some(r) = &t.routing {
-        let s = r.stats();
-        m.insert("routes_v4".into(), s.routes_v4 as u64);
-        m.insert("routes_v6".into(), s.routes_v6 as u64);
-        m.insert("nexthops".into(), s.nexthops as u64);
-        m.insert("ecmp_groups".into(), s.groups as u64);
-        m.insert("neighbors".into(), s.neighbors as u64);
-        m.insert("neighbor_learn_failures".into(), s.neighbor_learn_failures);
-        m.insert("route_memory_bytes".into(), s.memory_bytes as u64);
-    }
-    if let Some(a) = &t.acl {
-        m.insert("acl_rules".into(), a.table.rules().len() as u64);
-    }
     m
 }

@@ -368,6 +368,47 @@ pub struct FinalReport {
     pub hugepages: bool,
 }
 
+/// Sums the per-worker reports of one stage: numbers add, arrays add
+/// element by element, objects key by key; anything else is kept from the
+/// first.
+pub fn sum_reports(parts: &[serde_json::Value]) -> serde_json::Value {
+    use serde_json::Value;
+    fn add(a: &mut Value, b: &Value) {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                if let (Some(p), Some(q)) = (x.as_u64(), y.as_u64()) {
+                    *x = (p + q).into();
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for (u, v) in x.iter_mut().zip(y) {
+                    add(u, v);
+                }
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                for (k, v) in y {
+                    match x.get_mut(k) {
+                        Some(u) => add(u, v),
+                        None => {
+                            x.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut it = parts.iter();
+    let Some(first) = it.next() else {
+        return Value::Null;
+    };
+    let mut sum = first.clone();
+    for p in it {
+        add(&mut sum, p);
+    }
+    sum
+}
+
 /// Sums worker snapshots into totals.
 pub fn totals(workers: &[WorkerSnapshot]) -> (u64, u64, BTreeMap<String, u64>) {
     let mut drops = BTreeMap::new();

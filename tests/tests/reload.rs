@@ -254,12 +254,27 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
         }
     }
 
-    // SIGHUP with the file unchanged: logged, counted, no new generation.
+    // SIGHUP with the file unchanged: logged as every reload is (generation,
+    // what changed: nothing, build and swap times), counted, no new
+    // generation.
     signal_pid(d.pid(), libc::SIGHUP);
     d.wait_log("the SIGHUP no-op", Duration::from_secs(10), |l| {
         l.contains("reload: no table changed")
     })
     .unwrap();
+    let log = d.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("reload: no table changed"))
+        .unwrap();
+    for field in [
+        "generation=20",
+        "changes=routes +0 -0, acl unchanged, static neighbours +0 -0",
+        "build_ms=",
+        "swap_ms=0",
+    ] {
+        assert!(line.contains(field), "no `{field}` in: {line}");
+    }
     assert_eq!(daemon_stats(&prefix)["reloads"]["generation"], 20);
 
     let (out, report, _) = d.stop(libc::SIGINT, Duration::from_secs(20)).unwrap();

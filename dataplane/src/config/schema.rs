@@ -1,6 +1,12 @@
 //! The config file's schema: one serde struct per section, with defaults
 //! and doc comments. Every struct rejects unknown keys.
 use super::values::*;
+use crate::pipeline::acl::AclStage;
+use crate::pipeline::count::CountStage;
+use crate::pipeline::forward::Forward;
+use crate::pipeline::lb::LbStage;
+use crate::pipeline::route::RouteStage;
+use crate::pipeline::{StageOps, StageSpec};
 use crate::tables::RouteBackend;
 use serde::Deserialize;
 use toml::Spanned;
@@ -53,40 +59,58 @@ pub enum StageKind {
     Count,
 }
 
-/// What the config's ordering rules need to know of each stage.
+/// What the config's ordering rules need to know of each stage: what the
+/// stage declares in its own file ([`StageSpec`]).
 impl StageKind {
-    pub fn name(&self) -> &'static str {
+    /// The registration list: each kind's declaration, one line a stage.
+    pub fn spec(&self) -> &'static StageSpec {
         match self {
-            StageKind::Forward => "forward",
-            StageKind::Acl => "acl",
-            StageKind::Route => "route",
-            StageKind::Lb => "lb",
-            StageKind::Count => "count",
+            StageKind::Forward => &<Forward as StageOps>::SPEC,
+            StageKind::Acl => &<AclStage as StageOps>::SPEC,
+            StageKind::Route => &<RouteStage as StageOps>::SPEC,
+            StageKind::Lb => &<LbStage as StageOps>::SPEC,
+            StageKind::Count => &<CountStage as StageOps>::SPEC,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.spec().name
     }
 
     /// It sends packets to an output port (at most one such per pipeline).
     pub fn forwards(&self) -> bool {
-        matches!(self, StageKind::Forward | StageKind::Route)
+        self.spec().forwards
     }
 
     /// It only filters and needs a later stage that forwards.
     pub fn needs_later_forwarder(&self) -> bool {
-        matches!(self, StageKind::Acl | StageKind::Lb)
+        self.spec().needs_later_forwarder
     }
 
     /// It reads packet headers (the `parse` sweep runs before the first
     /// such stage).
     pub fn needs_headers(&self) -> bool {
-        matches!(self, StageKind::Acl | StageKind::Route | StageKind::Lb)
+        self.spec().needs_headers
     }
 
     /// Its config section, if it has one.
     pub fn section(&self) -> Option<&'static str> {
-        match self {
-            StageKind::Count => None,
-            s => Some(s.name()),
-        }
+        self.spec().section
+    }
+}
+
+impl Config {
+    /// The stages' sections this config has, by name, with their spans.
+    pub fn stage_sections(&self) -> Vec<(&'static str, std::ops::Range<usize>)> {
+        [
+            ("forward", self.forward.as_ref().map(|s| s.span())),
+            ("acl", self.acl.as_ref().map(|s| s.span())),
+            ("route", self.route.as_ref().map(|s| s.span())),
+            ("lb", self.lb.as_ref().map(|s| s.span())),
+        ]
+        .into_iter()
+        .filter_map(|(name, span)| Some((name, span?)))
+        .collect()
     }
 }
 
@@ -547,4 +571,26 @@ pub struct LbBackendConfig {
 
 fn one_u32() -> Spanned<u32> {
     Spanned::new(0..0, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The registration maps each name the config reads to the stage that
+    /// declares that name, and the ordering rules read those declarations.
+    #[test]
+    fn each_kind_is_registered_under_its_config_name() {
+        for name in ["forward", "acl", "route", "lb", "count"] {
+            let k: StageKind = toml::Value::String(name.into()).try_into().unwrap();
+            assert_eq!(k.name(), name);
+            assert_eq!(k.section(), (name != "count").then_some(name));
+        }
+        let forwarders: Vec<_> = [StageKind::Forward, StageKind::Route, StageKind::Acl]
+            .iter()
+            .map(StageKind::forwards)
+            .collect();
+        assert_eq!(forwarders, [true, true, false]);
+        assert!(StageKind::Lb.needs_later_forwarder() && !StageKind::Count.needs_headers());
+    }
 }

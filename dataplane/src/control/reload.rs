@@ -557,15 +557,25 @@ impl<'a> Reloader<'a> {
             set,
         } = built;
         let Some(set) = set else {
-            // Nothing the workers read differs: no new generation.
+            // Nothing the workers read differs: no new generation, nothing
+            // to swap; logged as every reload is.
             self.accept(path, src, cfg, res);
             let g = self.generation();
             self.counters.reloads.add(1);
             self.counters.generation.set(g);
-            tracing::info!(generation = g, "reload: no table changed");
+            let (build_ms, swap_ms) = (ms(build), 0.0);
+            tracing::info!(
+                generation = g,
+                %changes,
+                build_ms,
+                swap_ms,
+                "reload: no table changed"
+            );
             return Answer {
                 ok: true,
-                message: format!("generation {g}: no table changed"),
+                message: format!(
+                    "generation {g}: no table changed: {changes} (build {build_ms:.1} ms, swap {swap_ms:.3} ms)"
+                ),
                 generation: g,
                 data: None,
             };

@@ -4,6 +4,7 @@
 //! IPv4 identification (and so the IPv4 header checksum) patched. None of the
 //! patched fields is covered by the L4 checksum, so it stays valid.
 
+use crate::wire::ipv4::header_checksum;
 use std::net::IpAddr;
 
 use etherparse::{
@@ -137,7 +138,7 @@ impl Template {
         if self.ipv4 {
             let ip = &mut frame[self.l3..self.l3 + IPV4_LEN];
             ip[4..6].copy_from_slice(&ident.to_be_bytes());
-            let sum = ipv4_checksum(ip);
+            let sum = header_checksum(ip);
             ip[10..12].copy_from_slice(&sum.to_be_bytes());
         }
         frame
@@ -154,50 +155,9 @@ impl Template {
     }
 }
 
-/// The IPv4 header checksum of `header` (the checksum field itself, bytes
-/// 10..12, counts as zero). Sums the first 20 bytes, or fewer if the slice
-/// is shorter.
-pub(crate) fn ipv4_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for (i, word) in header[..header.len().min(IPV4_LEN)].chunks(2).enumerate() {
-        if i == 5 {
-            continue;
-        }
-        let hi = u32::from(word[0]) << 8;
-        let lo = word.get(1).copied().map_or(0, u32::from);
-        sum += hi | lo;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[rustfmt::skip]
-    const IPV4_HEADER: [u8; 20] = [
-        0x45, 0x00,             // version 4, IHL 5; DSCP/ECN 0
-        0x00, 0x73,             // total length 115
-        0x00, 0x00,             // identification 0
-        0x40, 0x00,             // DF, fragment offset 0
-        0x40, 0x11,             // TTL 64, protocol UDP
-        0xb8, 0x61,             // header checksum
-        0xc0, 0xa8, 0x00, 0x01, // source 192.168.0.1
-        0xc0, 0xa8, 0x00, 0xc7, // destination 192.168.0.199
-    ];
-
-    #[test]
-    fn checksum_matches_known_header() {
-        // The classic Wikipedia example header.
-        assert_eq!(ipv4_checksum(&IPV4_HEADER), 0xb861);
-        let mut zeroed = IPV4_HEADER;
-        zeroed[10] = 0;
-        zeroed[11] = 0;
-        assert_eq!(ipv4_checksum(&zeroed), 0xb861);
-    }
 
     #[test]
     fn ipv6_frames_have_a_floor() {

@@ -6,8 +6,9 @@
 
 use rand::Rng;
 
-use super::build::{ipv4_checksum, ETH_LEN, IPV4_LEN, IPV6_LEN};
+use super::build::{ETH_LEN, IPV4_LEN, IPV6_LEN};
 use super::types::MalformedKind;
+use crate::wire::ipv4::header_checksum;
 
 /// What a kind needs of the good frame it breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,7 +72,7 @@ pub(crate) fn corrupt<R: Rng>(
             fix_ipv4_checksum(frame, l3);
         }
         MalformedKind::BadChecksum => {
-            let good = ipv4_checksum(&frame[l3..l3 + IPV4_LEN]);
+            let good = header_checksum(&frame[l3..l3 + IPV4_LEN]);
             let mut bad = good ^ rng.gen_range(1..=u16::MAX);
             // 0x0000 and 0xffff are the same ones'-complement number: a
             // receiver summing the header would accept the swap.
@@ -101,6 +102,6 @@ pub(crate) fn corrupt<R: Rng>(
 }
 
 fn fix_ipv4_checksum(frame: &mut [u8], l3: usize) {
-    let sum = ipv4_checksum(&frame[l3..l3 + IPV4_LEN]);
+    let sum = header_checksum(&frame[l3..l3 + IPV4_LEN]);
     frame[l3 + 10..l3 + 12].copy_from_slice(&sum.to_be_bytes());
 }

@@ -9,8 +9,11 @@
 //! turns it off) and never changes a verdict, only its cost.
 //!
 //! Meta: reads `verdict`, `l3`, `key`; sets `verdict = Drop(acl_deny)`.
-use super::route::FastTx;
-use super::{DropReason, FlowKeyV4, Lane, MetaBurst, PacketBuf, StageCtx, StageOps, Verdict, L3};
+use super::tx::FastTx;
+use super::{
+    DropReason, FlowKeyV4, Lane, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
+    StageSpec, TablesReport, Verdict, L3,
+};
 use crate::burst::Burst;
 use crate::burst::BURST_SIZE;
 use crate::stats::Counter;
@@ -18,14 +21,20 @@ use crate::tables::flow_cache::Probe;
 use crate::tables::set::AclSnapshot;
 use crate::tables::set::TableSet;
 use crate::tables::{AclAction, AclTable, FlowCache};
+use arc_swap::ArcSwap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use crate::tables::set::AclCounters;
 
 impl StageOps for AclStage {
-    fn name(&self) -> &'static str {
-        "acl"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "acl",
+        section: Some("acl"),
+        forwards: false,
+        needs_later_forwarder: true,
+        needs_headers: true,
+    };
 
     /// Plain packets are classified by their lane keys, the others from
     /// `Meta`: same verdicts, counters and cache contents either way.
@@ -51,6 +60,52 @@ impl StageOps for AclStage {
             self.rebind_acl(a, worker);
         }
     }
+
+    fn counters(&self) -> Option<Arc<dyn StageCounters>> {
+        Some(self.report.clone())
+    }
+
+    fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        Some(&AclTablesReport)
+    }
+}
+
+/// A worker's ACL counters as the report reads them: those of the ACL the
+/// worker runs on, swapped at its rebind (a new ACL starts new counters),
+/// so one reader serves across reloads. Hits per rule (the default last)
+/// and the flow cache's hits and misses.
+struct AclReport(ArcSwap<AclCounters>);
+
+impl StageCounters for AclReport {
+    fn report(&self) -> serde_json::Value {
+        let c = self.0.load();
+        serde_json::json!({
+            "rule_hits": c.rules.iter().map(Counter::get).collect::<Vec<_>>(),
+            "flow_cache": {
+                "hits": c.cache_hits.get(),
+                "misses": c.cache_misses.get(),
+            },
+        })
+    }
+}
+
+/// The ACL's part of the report that is not per worker: the flow cache's
+/// size, and the rule count in `tables`.
+struct AclTablesReport;
+
+impl TablesReport for AclTablesReport {
+    fn report(&self, set: &TableSet) -> Option<serde_json::Value> {
+        let a = set.acl.as_ref()?;
+        Some(serde_json::json!({
+            "flow_cache": { "entries_per_worker": a.flow_cache },
+        }))
+    }
+
+    fn sizes(&self, set: &TableSet, out: &mut BTreeMap<String, u64>) {
+        if let Some(a) = &set.acl {
+            out.insert("acl_rules".into(), a.table.rules().len() as u64);
+        }
+    }
 }
 
 pub struct AclStage {
@@ -59,6 +114,8 @@ pub struct AclStage {
     deny: Box<[bool]>,
     cache: Option<FlowCache>,
     counters: Arc<AclCounters>,
+    /// `counters` for the report, kept across rebinds.
+    report: Arc<AclReport>,
 }
 
 impl AclStage {
@@ -70,11 +127,13 @@ impl AclStage {
 
     /// Worker `worker`'s instance over a published ACL.
     pub fn from_snapshot(snap: &AclSnapshot, worker: usize) -> Self {
+        let counters = snap.counters_for(worker);
         AclStage {
             deny: deny_flags(&snap.table),
             table: snap.table.clone(),
             cache: (snap.flow_cache > 0).then(|| FlowCache::new(snap.flow_cache)),
-            counters: snap.counters_for(worker),
+            report: Arc::new(AclReport(ArcSwap::new(counters.clone()))),
+            counters,
         }
     }
 
@@ -94,16 +153,16 @@ impl AclStage {
             }
             _ => Some(FlowCache::new(snap.flow_cache)),
         };
-        *self = AclStage {
-            deny: deny_flags(&snap.table),
-            table: snap.table.clone(),
-            cache,
-            counters: snap.counters_for(worker),
-        };
+        let counters = snap.counters_for(worker);
+        self.report.0.store(counters.clone());
+        self.deny = deny_flags(&snap.table);
+        self.table = snap.table.clone();
+        self.cache = cache;
+        self.counters = counters;
     }
 
-    /// This worker's counters (read by the control thread).
-    pub fn counters(&self) -> Arc<AclCounters> {
+    /// This worker's counters.
+    pub fn acl_counters(&self) -> Arc<AclCounters> {
         self.counters.clone()
     }
 

@@ -6,8 +6,8 @@
 //! of sending them itself: only the last stage sends directly).
 //!
 //! Meta: reads `verdict`. Plain packets still on the lane are `Continue`.
-use super::route::FastTx;
-use super::{Lane, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps, Verdict};
+use super::tx::FastTx;
+use super::{Lane, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps, StageSpec, Verdict};
 use crate::burst::Burst;
 use crate::stats::Counter;
 use std::sync::Arc;
@@ -54,9 +54,13 @@ impl CountStage {
 }
 
 impl StageOps for CountStage {
-    fn name(&self) -> &'static str {
-        "count"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "count",
+        section: None,
+        forwards: false,
+        needs_later_forwarder: false,
+        needs_headers: false,
+    };
 
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,

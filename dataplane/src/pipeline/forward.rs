@@ -4,8 +4,8 @@
 //!
 //! Meta: reads `in_port`, `verdict`; sets `verdict` (`Tx(out)`, or
 //! `Drop(no_output)` for an unpaired port, `Drop(truncated)` for a runt).
-use super::route::FastTx;
-use super::{DropReason, Lane, MetaBurst, PacketBuf, StageCtx, StageOps, Verdict};
+use super::tx::FastTx;
+use super::{DropReason, Lane, MetaBurst, PacketBuf, StageCtx, StageOps, StageSpec, Verdict};
 use crate::burst::Burst;
 
 pub struct Forward {
@@ -16,9 +16,13 @@ pub struct Forward {
 }
 
 impl StageOps for Forward {
-    fn name(&self) -> &'static str {
-        "forward"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "forward",
+        section: Some("forward"),
+        forwards: true,
+        needs_later_forwarder: false,
+        needs_headers: false,
+    };
 
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
@@ -31,10 +35,6 @@ impl StageOps for Forward {
         // It reads `Meta` only (a forward pipeline has no parse and no lane).
         lane.materialize_all(pkts, meta);
         Forward::process(self, pkts, meta);
-    }
-
-    fn forwards(&self) -> bool {
-        true
     }
 
     #[inline(always)]

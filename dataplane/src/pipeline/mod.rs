@@ -11,7 +11,7 @@
 //! sweep that leaves plain IPv4 packets' header fields in the [`Lane`] and
 //! fills `Meta` only for the others; each stage reads both, and the stage
 //! that forwards (`route`) sends the plain packets its fast path rewrote
-//! straight to the output when it is the last stage ([`route::SendTx`]).
+//! straight to the output when it is the last stage ([`tx::SendTx`]).
 //! `Pipeline::set_lane(false)` runs the same stages one by one over fully
 //! parsed `Meta` instead: the reference the tests compare the lane with.
 pub mod acl;
@@ -23,7 +23,9 @@ pub mod local;
 pub mod meta;
 pub mod packet;
 pub mod parse;
+pub mod report;
 pub mod route;
+pub mod tx;
 
 pub use lane::Lane;
 pub use meta::{DropReason, Event, FlowKey, FlowKeyV4, Meta, Verdict, L3};
@@ -37,8 +39,10 @@ use count::CountStage;
 use forward::Forward;
 use lb::LbStage;
 use parse::Parse;
-use route::{FastTx, MarkTx, RouteStage};
+use route::RouteStage;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use tx::{FastTx, MarkTx};
 
 /// What a stage may read or bump besides the packets: the time and the
 /// worker's counters (single writer: the worker running the stage).
@@ -70,17 +74,61 @@ pub type Clock = fn() -> u64;
 pub type MetaBurst = [Meta; BURST_SIZE];
 
 /// A stage's counters as the control thread reads them for the report:
-/// one instance per worker, summed by [`sum_reports`].
+/// one instance per worker, summed by [`crate::stats::sum_reports`].
 pub trait StageCounters: Send + Sync {
     fn report(&self) -> serde_json::Value;
 }
 
-/// What every stage is. Adding a stage: its file implementing this, a
-/// variant in [`Stage`] (one line per `match` there) and its config
-/// section; the report, the daemon and the profiler take it from here.
-pub trait StageOps {
+/// What the control thread reads of a stage's tables in the set in force:
+/// counters that start anew with new tables, what the config sized them
+/// to. One per stage, not per worker ([`StageOps::tables_report`]); the
+/// daemon asks each stage's and names none ([`report::StageReports`]).
+pub trait TablesReport: Sync {
+    /// Merged into the stage's entry of the report's `stages` (beside its
+    /// workers' summed [`StageCounters`]), not summed over workers.
+    fn report(&self, _set: &TableSet) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// The stage's entries in the report's `tables` (sizes, memory).
+    fn sizes(&self, _set: &TableSet, _out: &mut BTreeMap<String, u64>) {}
+
+    /// The stage's ` key=value` pairs on the periodic stats line;
+    /// `workers` are its workers' counters.
+    fn stats_line(&self, _set: &TableSet, _workers: &[Arc<dyn StageCounters>], _out: &mut String) {}
+}
+
+/// What a stage declares of itself, in its own file (`StageOps::SPEC`):
+/// its name, and what the config's ordering rules check of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageSpec {
     /// The name in the config, the report and the profiler.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
+    /// Its config section (the stage's name), if it has one: the stage
+    /// needs it, and it needs the stage.
+    pub section: Option<&'static str>,
+    /// It sends packets to an output port (at most one per pipeline).
+    pub forwards: bool,
+    /// It only filters and needs a later stage that forwards.
+    pub needs_later_forwarder: bool,
+    /// It reads packet headers (the `parse` sweep runs before the first
+    /// such stage).
+    pub needs_headers: bool,
+}
+
+/// What every stage is. Adding a stage: its file implementing this (its
+/// `SPEC` included), a variant in [`Stage`] (one line per `match` there),
+/// its config section and its line in `config::StageKind::spec`; the
+/// config checks, the report, the daemon and the profiler take it from
+/// here.
+pub trait StageOps {
+    /// The stage's declaration.
+    const SPEC: StageSpec;
+
+    /// The name in the config, the report and the profiler.
+    fn name(&self) -> &'static str {
+        Self::SPEC.name
+    }
 
     /// Decides the packets of a burst: plain ones from `lane` (see
     /// [`lane`]; [`Lane::materialize`] gives one its full `Meta`, and
@@ -105,9 +153,14 @@ pub trait StageOps {
         None
     }
 
+    /// What the report and the stats line take from the stage's tables.
+    fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        None
+    }
+
     /// Whether the stage sends packets to an output (only one per list).
     fn forwards(&self) -> bool {
-        false
+        Self::SPEC.forwards
     }
 
     /// When the stage is the whole pipeline: sends a burst whole to one
@@ -155,6 +208,10 @@ impl Stage {
         each_stage!(self, s => StageOps::counters(s))
     }
 
+    pub fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        each_stage!(self, s => StageOps::tables_report(s))
+    }
+
     fn forwards(&self) -> bool {
         each_stage!(self, s => StageOps::forwards(s))
     }
@@ -195,10 +252,9 @@ impl Stage {
     }
 }
 
-impl<T: StageOps + ?Sized> StageOps for Box<T> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
+impl<T: StageOps> StageOps for Box<T> {
+    const SPEC: StageSpec = T::SPEC;
+
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
@@ -216,53 +272,12 @@ impl<T: StageOps + ?Sized> StageOps for Box<T> {
     fn counters(&self) -> Option<Arc<dyn StageCounters>> {
         (**self).counters()
     }
-    fn forwards(&self) -> bool {
-        (**self).forwards()
+    fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        (**self).tables_report()
     }
     fn whole_burst<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
         (**self).whole_burst(pkts, in_port)
     }
-}
-
-/// Sums the per-worker reports of one stage: numbers add, arrays add
-/// element by element, objects key by key; anything else is kept from the
-/// first.
-pub fn sum_reports(parts: &[serde_json::Value]) -> serde_json::Value {
-    use serde_json::Value;
-    fn add(a: &mut Value, b: &Value) {
-        match (a, b) {
-            (Value::Number(x), Value::Number(y)) => {
-                if let (Some(p), Some(q)) = (x.as_u64(), y.as_u64()) {
-                    *x = (p + q).into();
-                }
-            }
-            (Value::Array(x), Value::Array(y)) => {
-                for (u, v) in x.iter_mut().zip(y) {
-                    add(u, v);
-                }
-            }
-            (Value::Object(x), Value::Object(y)) => {
-                for (k, v) in y {
-                    match x.get_mut(k) {
-                        Some(u) => add(u, v),
-                        None => {
-                            x.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut it = parts.iter();
-    let Some(first) = it.next() else {
-        return Value::Null;
-    };
-    let mut sum = first.clone();
-    for p in it {
-        add(&mut sum, p);
-    }
-    sum
 }
 
 /// A worker's pipeline instance (each worker owns one; tables inside are shared).
@@ -272,6 +287,8 @@ pub struct Pipeline {
     /// mode; costs two clock reads a stage). `None`: off, one test per
     /// burst as a flag would be.
     profile: Option<Clock>,
+    /// The list starts with `parse`: the lane is possible.
+    parse_leads: bool,
     /// Run on the fast lane (the default wherever `parse` leads); false:
     /// stage by stage over fully parsed `Meta`.
     lane_on: bool,
@@ -290,14 +307,15 @@ pub const MAX_STAGES: usize = 6;
 impl Pipeline {
     pub fn new(stages: Vec<Stage>) -> Self {
         assert!(stages.len() <= MAX_STAGES);
-        let parsed = matches!(stages.first(), Some(Stage::Parse(_)));
+        let parse_leads = matches!(stages.first(), Some(Stage::Parse(_)));
         // Stages after the sweep up to and including the forwarder.
         let forwarder = stages.iter().position(Stage::forwards);
         let early = forwarder.is_none_or(|f| f > 1);
         Pipeline {
             stages,
             profile: None,
-            lane_on: parsed,
+            parse_leads,
+            lane_on: parse_leads,
             early,
             lane: Lane::default(),
             port_macs: Vec::new(),
@@ -326,7 +344,7 @@ impl Pipeline {
     /// Runs the stages on the fast lane (default, where `parse` leads) or
     /// one by one over fully parsed `Meta` (`false`): tests compare the two.
     pub fn set_lane(&mut self, on: bool) {
-        self.lane_on = on && matches!(self.stages.first(), Some(Stage::Parse(_)));
+        self.lane_on = on && self.parse_leads;
     }
 
     /// Turns per-stage cycle accounting (`WorkerCounters::stage_cycles`) on
@@ -345,6 +363,14 @@ impl Pipeline {
         self.stages
             .iter()
             .filter_map(|s| s.counters().map(|c| (s.name(), c)))
+            .collect()
+    }
+
+    /// Every stage's reader of its tables, by stage name.
+    pub fn tables_reports(&self) -> Vec<(&'static str, &'static dyn TablesReport)> {
+        self.stages
+            .iter()
+            .filter_map(|s| s.tables_report().map(|t| (s.name(), t)))
             .collect()
     }
 
@@ -436,7 +462,7 @@ impl Pipeline {
     ///   all hold an Ethernet header); same output as `run` + `dispatch`
     ///   (tests in `forward.rs`), profiled as the `forward` stage;
     /// - the last stage sends its fast-path packets as it rewrites them
-    ///   ([`route::SendTx`]), so they leave ahead of the burst's other
+    ///   ([`tx::SendTx`]), so they leave ahead of the burst's other
     ///   packets; the same packets, bytes and counters as `run` + `dispatch`
     ///   otherwise (test `dataplane/tests/lane.rs`).
     #[inline]
@@ -465,8 +491,8 @@ impl Pipeline {
             }
         }
         // The last stage's fast-path packets go straight to `out`
-        // (`route::SendTx`); profiling counts them in that stage.
-        let mut send = route::SendTx {
+        // (`tx::SendTx`); profiling counts them in that stage.
+        let mut send = tx::SendTx {
             out: &mut *out,
             sent: 0,
         };

@@ -34,9 +34,9 @@
 //! `hash`; sets `verdict = Drop(reason)` for malformed packets, frames not
 //! for us and EtherTypes other than IPv4, IPv6 and ARP.
 use super::meta::flags;
-use super::route::FastTx;
-use super::StageOps;
+use super::tx::FastTx;
 use super::{DropReason, FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict, L3};
+use super::{StageOps, StageSpec};
 use crate::burst::Burst;
 use crate::tables::set::{ParseNeeds, TableSet};
 use crate::wire::{self, EtherType, Ipv4Packet, Ipv6Packet};
@@ -105,9 +105,13 @@ impl Parse {
 /// the full parse of every packet. On the lane the pipeline runs
 /// [`super::Lane::sweep`] instead.
 impl StageOps for Parse {
-    fn name(&self) -> &'static str {
-        "parse"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "parse",
+        section: None,
+        forwards: false,
+        needs_later_forwarder: false,
+        needs_headers: false,
+    };
 
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,

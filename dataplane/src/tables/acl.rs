@@ -619,7 +619,7 @@ mod tests {
                     }
                 }
             }
-            let (c, p) = (cached.counters(), plain.counters());
+            let (c, p) = (cached.acl_counters(), plain.acl_counters());
             let hits = |c: &crate::pipeline::acl::AclCounters| c.rules.iter().map(|h| h.get()).collect::<Vec<_>>();
             prop_assert_eq!(hits(&c), hits(&p));
             let classified: u64 = hits(&p).iter().sum();

@@ -793,7 +793,7 @@ impl LbTables {
                         })
                     })
                     .collect();
-                let mut counters = crate::pipeline::sum_reports(&parts);
+                let mut counters = crate::stats::sum_reports(&parts);
                 // Balanced packets: what its backends got (one count a packet).
                 let packets: u64 = s
                     .backends

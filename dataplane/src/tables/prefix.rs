@@ -2,7 +2,6 @@
 //! and ACL rules match on. The config module converts into it. Also the
 //! prefix maths ([`mask4`], [`mask6`]) every table, DPDK-backed or not, masks
 //! with.
-use crate::dpdk::DpdkError;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -26,6 +25,15 @@ pub fn mask6(ip: [u8; 16], depth: u8) -> [u8; 16] {
     (v & m).to_be_bytes()
 }
 
+/// A prefix length longer than its address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("prefix length {len} > {max} for {addr}")]
+pub struct PrefixLenError {
+    pub addr: IpAddr,
+    pub len: u8,
+    pub max: u8,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Prefix {
     addr: IpAddr,
@@ -35,12 +43,10 @@ pub struct Prefix {
 impl Prefix {
     /// `addr/len` with the bits past `len` cleared; fails when `len` is
     /// longer than the address.
-    pub fn new(addr: IpAddr, len: u8) -> Result<Prefix, DpdkError> {
+    pub fn new(addr: IpAddr, len: u8) -> Result<Prefix, PrefixLenError> {
         let max = if addr.is_ipv4() { 32 } else { 128 };
         if len > max {
-            return Err(DpdkError::Invalid(format!(
-                "prefix length {len} > {max} for {addr}"
-            )));
+            return Err(PrefixLenError { addr, len, max });
         }
         let addr = match addr {
             IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(mask4(a.into(), len))),
@@ -49,11 +55,11 @@ impl Prefix {
         Ok(Prefix { addr, len })
     }
 
-    pub fn v4(addr: Ipv4Addr, len: u8) -> Result<Prefix, DpdkError> {
+    pub fn v4(addr: Ipv4Addr, len: u8) -> Result<Prefix, PrefixLenError> {
         Prefix::new(IpAddr::V4(addr), len)
     }
 
-    pub fn v6(addr: Ipv6Addr, len: u8) -> Result<Prefix, DpdkError> {
+    pub fn v6(addr: Ipv6Addr, len: u8) -> Result<Prefix, PrefixLenError> {
         Prefix::new(IpAddr::V6(addr), len)
     }
 
@@ -115,7 +121,10 @@ mod tests {
 
     #[test]
     fn refuses_long_lengths() {
-        assert!(Prefix::v4(Ipv4Addr::LOCALHOST, 33).is_err());
+        assert_eq!(
+            Prefix::v4(Ipv4Addr::LOCALHOST, 33).unwrap_err().to_string(),
+            "prefix length 33 > 32 for 127.0.0.1"
+        );
         assert!(Prefix::v6(Ipv6Addr::LOCALHOST, 129).is_err());
         assert!(Prefix::v6(Ipv6Addr::LOCALHOST, 128).is_ok());
     }

@@ -76,19 +76,6 @@ impl AclSnapshot {
         self.counters[w.min(self.counters.len() - 1)].clone()
     }
 
-    /// What the report says of the ACL: hits per rule (the default last)
-    /// and the flow cache, summed over workers.
-    pub fn report(&self) -> serde_json::Value {
-        serde_json::json!({
-            "rule_hits": self.hits(),
-            "flow_cache": {
-                "entries_per_worker": self.flow_cache,
-                "hits": self.counters.iter().map(|c| c.cache_hits.get()).sum::<u64>(),
-                "misses": self.counters.iter().map(|c| c.cache_misses.get()).sum::<u64>(),
-            },
-        })
-    }
-
     /// Hits per rule, summed over workers.
     pub fn hits(&self) -> Vec<u64> {
         let n = self.counters.first().map_or(0, |c| c.rules.len());
@@ -120,14 +107,6 @@ pub struct TableSet {
 }
 
 impl TableSet {
-    /// The reports of stages whose counters live in the set (they start
-    /// anew with new tables), by stage name.
-    pub fn stage_reports(&self) -> Vec<(&'static str, serde_json::Value)> {
-        let mut r: Vec<_> = self.acl.iter().map(|a| ("acl", a.report())).collect();
-        r.extend(self.lb.iter().map(|l| ("lb", l.report())));
-        r
-    }
-
     /// An empty set (a pipeline without tables: `forward`).
     pub fn empty() -> Self {
         TableSet {

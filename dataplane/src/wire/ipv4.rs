@@ -368,6 +368,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 }
 
+/// The checksum `header` should carry, whatever its checksum field (bytes
+/// 10..12) holds: the field counts as zero. `header` is the header as its
+/// IHL should say (options included), at least 12 bytes: a generator that
+/// writes a wrong IHL or checksum on purpose still gets the right sum of
+/// the bytes it wrote.
+pub fn header_checksum(header: &[u8]) -> u16 {
+    !checksum::add(checksum::sum(&header[..10]), checksum::sum(&header[12..]))
+}
+
 /// Takes one off an IPv4 header's TTL and patches its checksum. TTL is the
 /// high byte of the 16-bit word at offset 8, so the checksum gains 0x0100
 /// (RFC 1624 eqn. 3 with m' = m - 0x0100), end-around carry included; a
@@ -483,6 +492,36 @@ mod tests {
         0xde, 0xad, 0xbe, 0xef, // payload
         0x00, 0x00,             // Ethernet padding, beyond total length
     ];
+
+    #[rustfmt::skip]
+    const IPV4_HEADER: [u8; 20] = [
+        0x45, 0x00,             // version 4, IHL 5; DSCP/ECN 0
+        0x00, 0x73,             // total length 115
+        0x00, 0x00,             // identification 0
+        0x40, 0x00,             // DF, fragment offset 0
+        0x40, 0x11,             // TTL 64, protocol UDP
+        0xb8, 0x61,             // header checksum
+        0xc0, 0xa8, 0x00, 0x01, // source 192.168.0.1
+        0xc0, 0xa8, 0x00, 0xc7, // destination 192.168.0.199
+    ];
+
+    #[test]
+    fn header_checksum_ignores_the_field() {
+        // The classic Wikipedia example header: the stored field is ignored.
+        assert_eq!(header_checksum(&IPV4_HEADER), 0xb861);
+        let mut zeroed = IPV4_HEADER;
+        zeroed[10] = 0;
+        zeroed[11] = 0;
+        assert_eq!(header_checksum(&zeroed), 0xb861);
+    }
+
+    #[test]
+    fn header_checksum_covers_options() {
+        let mut b = PACKET;
+        Ipv4Packet::new_unchecked(&mut b[..]).fill_checksum();
+        let h = &b[..24];
+        assert_eq!(header_checksum(h), u16::from_be_bytes([h[10], h[11]]));
+    }
 
     fn packet() -> [u8; 30] {
         let mut b = PACKET;

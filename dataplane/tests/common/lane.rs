@@ -12,7 +12,6 @@
 use dataplane::burst::Burst;
 use dataplane::config::{Config, Resolved};
 use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTables};
-use dataplane::pipeline::acl::AclCounters;
 use dataplane::pipeline::{
     dispatch, new_meta_burst, Collect, DropReason, MetaBurst, Pipeline, StageCtx, VecPacket,
     Verdict, MAX_STAGES,
@@ -20,7 +19,7 @@ use dataplane::pipeline::{
 use dataplane::stats::WorkerCounters;
 use etherparse::PacketBuilder;
 use proptest::prelude::*;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use crate::harness;
 
@@ -89,7 +88,6 @@ pub struct Variant {
 pub struct Side {
     pub tables: SharedTables,
     pipeline: Pipeline,
-    acl: Option<Arc<AclCounters>>,
     /// Packets this side sent so far (a `count` after the forwarder must
     /// have seen them all).
     sent_total: u64,
@@ -128,12 +126,11 @@ pub fn pairs() -> &'static Mutex<Vec<Pair>> {
                 let side = |lane: bool, offload: bool| {
                     let offload = vec![offload; cfg.ports.len()];
                     let tables = build_tables(&cfg, &res, &macs, &offload).expect("tables");
-                    let (mut pipeline, acl) = build_pipeline(&cfg, &res, &tables, &macs, &peers);
+                    let mut pipeline = build_pipeline(&cfg, &res, &tables, &macs, &peers);
                     pipeline.set_lane(lane);
                     Side {
                         tables,
                         pipeline,
-                        acl,
                         sent_total: 0,
                         meta: new_meta_burst(),
                     }
@@ -281,13 +278,23 @@ fn run_side(side: &mut Side, frames: &[VecPacket], in_port: u16, now: u64, direc
 
 /// Per-rule ACL hits, then flow-cache hits and misses, so far.
 fn acl_counts(side: &Side) -> Vec<u64> {
-    side.acl.as_ref().map_or(Vec::new(), |a| {
-        a.rules
-            .iter()
-            .chain([&a.cache_hits, &a.cache_misses])
-            .map(|c| c.get())
-            .collect()
-    })
+    let Some((_, acl)) = side
+        .pipeline
+        .counters()
+        .into_iter()
+        .find(|(n, _)| *n == "acl")
+    else {
+        return Vec::new();
+    };
+    let r = acl.report();
+    let cache = &r["flow_cache"];
+    r["rule_hits"]
+        .as_array()
+        .expect("rule_hits")
+        .iter()
+        .chain([&cache["hits"], &cache["misses"]])
+        .map(|c| c.as_u64().expect("a count"))
+        .collect()
 }
 
 /// Runs one burst through every router of every variant and asserts they

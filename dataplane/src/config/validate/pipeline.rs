@@ -31,13 +31,10 @@ impl Config {
                     format!("stage `{}` is listed twice", s.get_ref().name()),
                 ));
             }
-            let has_section = match s.get_ref().section() {
-                Some("forward") => self.forward.is_some(),
-                Some("acl") => self.acl.is_some(),
-                Some("route") => self.route.is_some(),
-                Some("lb") => self.lb.is_some(),
-                _ => true,
-            };
+            let has_section = s
+                .get_ref()
+                .section()
+                .is_none_or(|name| self.stage_sections().iter().any(|(n, _)| *n == name));
             if !has_section {
                 return Err(loc.error(
                     s.span(),
@@ -95,23 +92,13 @@ impl Config {
             }
         }
 
-        for (name, present, kind) in [
-            ("acl", self.acl.as_ref().map(|a| a.span()), StageKind::Acl),
-            (
-                "route",
-                self.route.as_ref().map(|r| r.span()),
-                StageKind::Route,
-            ),
-            ("lb", self.lb.as_ref().map(|r| r.span()), StageKind::Lb),
-        ] {
-            if let Some(span) = present {
-                if !seen.contains(&kind) {
-                    return Err(loc.error(
-                        span,
-                        Some(name.into()),
-                        format!("[{name}] is configured but `{name}` is not in the pipeline"),
-                    ));
-                }
+        for (name, span) in self.stage_sections() {
+            if !seen.iter().any(|k| k.section() == Some(name)) {
+                return Err(loc.error(
+                    span,
+                    Some(name.into()),
+                    format!("[{name}] is configured but `{name}` is not in the pipeline"),
+                ));
             }
         }
         if seen.contains(&StageKind::Forward) && seen.iter().any(|k| k.needs_headers()) {

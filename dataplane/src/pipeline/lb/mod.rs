@@ -44,10 +44,10 @@ mod plain;
 
 use super::parse::{fragment_v4, fragment_v6};
 use super::route::martians::{v4_martian, v6_martian, v6_scope_martian};
-use super::route::FastTx;
+use super::tx::FastTx;
 use super::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
-    Verdict, L3,
+    StageSpec, TablesReport, Verdict, L3,
 };
 use crate::burst::Burst;
 use crate::pipeline::local::IcmpLimiter;
@@ -169,9 +169,13 @@ fn timeouts(spec: &crate::tables::lb::LbSpec, hz: u64) -> Timeouts {
 }
 
 impl StageOps for LbStage {
-    fn name(&self) -> &'static str {
-        "lb"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "lb",
+        section: Some("lb"),
+        forwards: false,
+        needs_later_forwarder: true,
+        needs_headers: true,
+    };
 
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
@@ -205,6 +209,38 @@ impl StageOps for LbStage {
 
     fn counters(&self) -> Option<Arc<dyn StageCounters>> {
         Some(self.occupancy.clone())
+    }
+
+    fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        Some(&LbTablesReport)
+    }
+}
+
+/// The services' counters (they live in the set: new services, new
+/// counters) for the report, and the balancer's part of the stats line.
+struct LbTablesReport;
+
+impl TablesReport for LbTablesReport {
+    fn report(&self, set: &TableSet) -> Option<serde_json::Value> {
+        set.lb.as_ref().map(|l| l.report())
+    }
+
+    /// Packets balanced, new flows, and tracked connections over all
+    /// workers.
+    fn stats_line(&self, set: &TableSet, workers: &[Arc<dyn StageCounters>], out: &mut String) {
+        use std::fmt::Write;
+        let Some(lb) = &set.lb else {
+            return;
+        };
+        let (packets, flows) = lb.totals();
+        let entries: u64 = workers
+            .iter()
+            .map(|c| c.report()["conntrack"]["entries"].as_u64().unwrap_or(0))
+            .sum();
+        let _ = write!(
+            out,
+            " lb_packets={packets} lb_new_flows={flows} conntrack={entries}"
+        );
     }
 }
 

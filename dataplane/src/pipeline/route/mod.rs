@@ -25,9 +25,9 @@
 //!
 //! On the fast lane (see [`super::lane`]) a plain IPv4 packet is looked up
 //! from the lane's header fields; forwarded to a resolved gateway it then
-//! only gets `verdict` and `nexthop` in its `Meta` ([`MarkTx`]), or, when
+//! only gets `verdict` and `nexthop` in its `Meta` ([`super::tx::MarkTx`]), or, when
 //! `route` is the last stage, in the worker goes straight to its TX buffer
-//! with no verdict ([`SendTx`]).
+//! with no verdict ([`super::tx::SendTx`]).
 //!
 //! Here: the stage and its passes. Beside it: `lookups` (the burst's
 //! lookup queue and bulk lookups), `martians` (RFC 1812 address checks). The
@@ -43,7 +43,11 @@ pub use crate::wire::ipv4::{decrement_ttl_v4, decrement_ttl_v4_offloaded};
 use super::local::{self, IcmpLimiter};
 use super::meta::flags;
 use super::parse::Parse;
-use super::{DropReason, Lane, Meta, MetaBurst, Output, PacketBuf, StageCtx, StageOps, Verdict};
+use super::tx::FastTx;
+use super::{
+    DropReason, Lane, Meta, MetaBurst, PacketBuf, StageCtx, StageOps, StageSpec, TablesReport,
+    Verdict,
+};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
@@ -52,6 +56,7 @@ use crate::tables::{raw_value, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
 use martians::{v4_martian, v6_scope_martian};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -62,9 +67,13 @@ pub struct RouteStage {
 }
 
 impl StageOps for RouteStage {
-    fn name(&self) -> &'static str {
-        "route"
-    }
+    const SPEC: StageSpec = StageSpec {
+        name: "route",
+        section: Some("route"),
+        forwards: true,
+        needs_later_forwarder: false,
+        needs_headers: true,
+    };
 
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
@@ -84,8 +93,27 @@ impl StageOps for RouteStage {
         }
     }
 
-    fn forwards(&self) -> bool {
-        true
+    fn tables_report(&self) -> Option<&'static dyn TablesReport> {
+        Some(&RouteTablesReport)
+    }
+}
+
+/// The route tables' sizes and memory for the report's `tables`.
+struct RouteTablesReport;
+
+impl TablesReport for RouteTablesReport {
+    fn sizes(&self, set: &TableSet, m: &mut BTreeMap<String, u64>) {
+        let Some(r) = &set.routing else {
+            return;
+        };
+        let s = r.stats();
+        m.insert("routes_v4".into(), s.routes_v4 as u64);
+        m.insert("routes_v6".into(), s.routes_v6 as u64);
+        m.insert("nexthops".into(), s.nexthops as u64);
+        m.insert("ecmp_groups".into(), s.groups as u64);
+        m.insert("neighbors".into(), s.neighbors as u64);
+        m.insert("neighbor_learn_failures".into(), s.neighbor_learn_failures);
+        m.insert("route_memory_bytes".into(), s.memory_bytes as u64);
     }
 }
 
@@ -226,7 +254,7 @@ impl RouteStage {
                 let Some(p) = slot.as_mut() else { continue };
                 let m = &mut meta[k];
                 if let Some(port) = forward_plain_v4(nexthops, p, raw) {
-                    fast_tx.forwarded(slot, m, port, raw as u32);
+                    fast_tx.forwarded(slot, m, port, move |m| m.nexthop = raw as u32);
                     continue;
                 }
                 m.verdict = general(p, m, raw, true);
@@ -241,7 +269,7 @@ impl RouteStage {
                 let plain = fast & (1 << i) != 0;
                 if plain {
                     if let Some(port) = forward_plain_v4(nexthops, p, raw) {
-                        fast_tx.forwarded(&mut slots[i], m, port, raw as u32);
+                        fast_tx.forwarded(&mut slots[i], m, port, move |m| m.nexthop = raw as u32);
                         continue;
                     }
                 }
@@ -263,55 +291,6 @@ impl RouteStage {
 enum V4Queue<'a> {
     AllPlain(&'a [u32]),
     Queued { look: &'a Lookups, fast: u32 },
-}
-
-/// What the route stage does with a packet its fast path forwarded (rewritten,
-/// next hop `nh`, output `port`).
-pub trait FastTx<P> {
-    fn forwarded(&mut self, slot: &mut Option<P>, m: &mut Meta, port: u16, nh: u32);
-}
-
-/// Marks the verdict (and the input port: the fast path never filled the
-/// `Meta`), as every other forwarded packet gets; [`super::dispatch`] sends
-/// it later, in packet order (`Pipeline::run`, and stages after `route`).
-pub struct MarkTx {
-    pub in_port: u16,
-}
-
-impl<P> FastTx<P> for MarkTx {
-    #[inline(always)]
-    fn forwarded(&mut self, _slot: &mut Option<P>, m: &mut Meta, port: u16, nh: u32) {
-        m.nexthop = nh;
-        m.in_port = self.in_port;
-        m.verdict = Verdict::Tx(port);
-    }
-}
-
-/// Moves the packet to the output at once (`Pipeline::run_and_dispatch`, the
-/// worker's way): no verdict round trip through `dispatch` (a visible part
-/// of the core in the route profile). The slot is left empty and the verdict at the
-/// `Continue` the pass set: dispatch skips empty slots, and a `Continue`
-/// keeps it off its whole-burst shortcut (which would send the burst's
-/// slots as they are). So a burst's fast-path packets leave before its
-/// other packets to the same port. Which path a packet takes depends on
-/// its frame's shape (untagged, no IP options) and its route, which a
-/// flow's packets normally share; a flow whose packets differ in shape
-/// within one burst (some with IP options, say) can be reordered there.
-pub struct SendTx<'a, O> {
-    pub out: &'a mut O,
-    /// Packets sent so far: when it is the whole burst, there is nothing
-    /// left to dispatch.
-    pub sent: usize,
-}
-
-impl<P, O: Output<P>> FastTx<P> for SendTx<'_, O> {
-    #[inline(always)]
-    fn forwarded(&mut self, slot: &mut Option<P>, _m: &mut Meta, port: u16, _nh: u32) {
-        if let Some(p) = slot.take() {
-            self.out.tx(port, p);
-            self.sent += 1;
-        }
-    }
 }
 
 /// The IPv4 packets off the fast path: `plain` ones (whose

@@ -39,7 +39,7 @@ use super::{DropReason, FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict, L3};
 use super::{StageOps, StageSpec};
 use crate::burst::Burst;
 use crate::tables::set::{ParseNeeds, TableSet};
-use crate::wire::{self, EtherType, Ipv4Packet, Ipv6Packet};
+use crate::wire::{self, EtherType, Ipv6Packet};
 
 /// What [`Parse::fast_v4`] reads from a plain IPv4 header (host order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,10 +246,12 @@ impl Parse {
     pub fn parse_frame(&self, data: &[u8], len: usize, m: &mut Meta) -> Result<usize, DropReason> {
         debug_assert!(len >= data.len());
         // The common case first: untagged IPv4 without options that the
-        // lane's check accepts, its `Meta` filled from what that check read
-        // (one IPv4 header reader on the hot path). Anything else, and any
-        // such frame the check refuses, takes the general walk, which gives
-        // the same verdicts (proptest `fast_path_matches_general_walk`).
+        // lane's check accepts, its `Meta` filled from what that check read.
+        // Anything else, and any such frame the check refuses, takes the
+        // general walk. Both read the IPv4 header through `ipv4_header`,
+        // so they give the same verdicts (the proptest
+        // `fast_path_matches_general_walk` guards the frame-shape tests
+        // around it).
         match Self::fast_v4_keyed_as(data, len, self.port_mac, self.verify_checksum, self.l4) {
             Some((_, key)) => {
                 self.fill_plain_v4(data, key, m);
@@ -286,9 +288,11 @@ impl Parse {
     /// MAC, holding exactly an untagged IPv4 packet without options that
     /// [`Parse::parse_frame`] accepts, its header fields the route needs;
     /// `None` for anything else (which then takes the full parse).
-    /// `parse_frame` reads such frames through this very check, and the
-    /// general walk agrees with it (proptests
-    /// `fast_path_matches_general_walk`, `fast_v4_agrees_with_parse`).
+    /// `parse_frame` reads such frames through this very check; the header
+    /// itself is checked by `ipv4_header`, as in the general walk, and
+    /// the frame's shape (EtherType, IHL 5, exact length, one segment)
+    /// here (proptests `fast_path_matches_general_walk`,
+    /// `fast_v4_agrees_with_parse`).
     #[inline(always)]
     pub fn fast_v4(&self, data: &[u8], len: usize) -> Option<FastV4> {
         Self::fast_v4_as(data, len, self.port_mac, self.verify_checksum, self.l4)
@@ -333,48 +337,42 @@ impl Parse {
         if dst_word(hdr) != port_mac {
             return None;
         }
-        if hdr[12] != 0x08 || hdr[13] != 0x00 || hdr[14] != 0x45 {
-            return None;
-        }
-        // The frame is exactly the IP packet, in one segment (a padded or
-        // chained frame is trimmed by the general walk). As `data` holds
-        // at least 34 bytes, this also makes `total` at least 20.
+        // Plain: untagged IPv4 without options, the frame exactly the IP
+        // packet and in one segment (a padded frame or a chain is trimmed
+        // by the general walk). Tested first, these make the header
+        // checks' length tests constant below.
         let total = u16::from_be_bytes([hdr[16], hdr[17]]);
-        if usize::from(total) + 14 != data.len() || len != data.len() {
+        if hdr[12] != 0x08
+            || hdr[13] != 0x00
+            || hdr[14] != 0x45
+            || usize::from(total) + 14 != data.len()
+            || len != data.len()
+        {
             return None;
         }
-        let ip: &[u8; 20] = hdr[14..34].try_into().ok()?;
-        if verify_checksum && !checksum20_ok(ip) {
-            return None;
-        }
+        // The header's checks: the general walk's own.
+        let ip = ipv4_header(&data[14..], len - 14, verify_checksum).ok()?;
         // The one other refusal: L4 ports wanted but cut short (with the
         // frame exactly the packet, `total` says where it ends).
-        let first_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
-        let ports = l4 && first_fragment && has_ports(ip[9]);
-        if ports && total < 24 {
+        let first_fragment = ip.frag & 0x1fff == 0;
+        let ports = l4 && first_fragment && has_ports(ip.proto);
+        if ports && ip.total < 24 {
             return None;
         }
         let h = FastV4 {
-            src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
-            dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
+            src: u32::from_be_bytes(ip.src),
+            dst: u32::from_be_bytes(ip.dst),
         };
-        let mut head = u64::from(ip[9]);
+        let mut head = u64::from(ip.proto);
         if ports {
             // Checked above: the ports are there.
             let p: &[u8; 4] = data.get(34..38)?.try_into().ok()?;
             head |= u64::from(u32::from_ne_bytes(*p)) << 32;
         }
-        let a4 = |at: usize| {
-            u64::from(u32::from_ne_bytes([
-                ip[at],
-                ip[at + 1],
-                ip[at + 2],
-                ip[at + 3],
-            ]))
-        };
         let key = FlowKeyV4 {
             head,
-            addrs: a4(12) | a4(16) << 32,
+            addrs: u64::from(u32::from_ne_bytes(ip.src))
+                | u64::from(u32::from_ne_bytes(ip.dst)) << 32,
         };
         Some((h, key))
     }
@@ -407,30 +405,19 @@ impl Parse {
         let end;
         let (proto, l4) = match l2.ethertype {
             EtherType::Ipv4 => {
-                let ip = match Ipv4Packet::new_checked(l3) {
-                    Ok(ip) => ip,
-                    Err(wire::Error::BadTotalLen) if chained => {
-                        return Err(self.v4_past_segment(l3, avail));
-                    }
-                    Err(e) => return Err(drop_reason(e)),
-                };
-                if self.verify_checksum && !ip.verify_checksum() {
-                    return Err(DropReason::BadChecksum);
-                }
-                end = l2.l3_offset + usize::from(ip.total_len());
+                let ip = ipv4_header(l3, avail, self.verify_checksum)?;
+                end = l2.l3_offset + ip.total;
                 m.l3 = L3::Ipv4;
-                let proto = u8::from(ip.protocol());
-                m.key.proto = proto;
+                m.key.proto = ip.proto;
                 m.key.src = [0; 16];
                 m.key.dst = [0; 16];
-                m.key.src[..4].copy_from_slice(&l3[12..16]);
-                m.key.dst[..4].copy_from_slice(&l3[16..20]);
-                if ip.is_non_first_fragment() {
+                m.key.src[..4].copy_from_slice(&ip.src);
+                m.key.dst[..4].copy_from_slice(&ip.dst);
+                if ip.frag & 0x1fff != 0 {
                     m.flags |= flags::FRAGMENT;
-                    (proto, None)
+                    (ip.proto, None)
                 } else {
-                    let hl = ip.header_len();
-                    (proto, Some((hl, &l3[hl..ip.total_len() as usize])))
+                    (ip.proto, Some((ip.hlen, &l3[ip.hlen..ip.total])))
                 }
             }
             EtherType::Ipv6 => {
@@ -491,23 +478,74 @@ impl Parse {
         }
         Ok(end)
     }
+}
 
-    /// A chained IPv4 frame whose packet runs past the first segment: its
-    /// header (which `new_checked` found there, whole) is checked as any
-    /// other, then the packet is `bad_total_len` when longer than the whole
-    /// frame and `too_big` otherwise (see the module doc).
-    #[cold]
-    fn v4_past_segment(&self, l3: &[u8], avail: usize) -> DropReason {
-        let ip = Ipv4Packet::new_unchecked(l3);
-        let total = usize::from(ip.total_len());
-        if total < ip.header_len() || total > avail {
-            return DropReason::BadTotalLen;
-        }
-        if self.verify_checksum && !ip.verify_checksum() {
-            return DropReason::BadChecksum;
-        }
-        DropReason::TooBig
+/// What [`ipv4_header`] reads from an IPv4 header that passed its checks.
+#[derive(Debug, Clone, Copy)]
+struct V4Header {
+    /// Header length in bytes (IHL × 4, options included).
+    hlen: usize,
+    /// Total length: header and payload.
+    total: usize,
+    proto: u8,
+    /// Flags and fragment offset, as on the wire (host order).
+    frag: u16,
+    /// Source and destination, in wire order.
+    src: [u8; 4],
+    dst: [u8; 4],
+}
+
+/// The IPv4 header's checks (RFC 1812 5.2.2) and the fields the parse
+/// reads: the one IPv4 header reader, called by the lane's check
+/// ([`Parse::fast_v4_keyed_as`]) and by the general walk alike. `l3` is
+/// the header onward as the first segment holds it; `avail` what the whole
+/// frame holds from there (more than `l3.len()` only for a chain).
+///
+/// In this order: `truncated` (under 20 bytes), `bad_version`,
+/// `bad_header_len` (IHL under 5, or the header past the first segment),
+/// `bad_total_len` (shorter than the header, or longer than the frame),
+/// `bad_checksum` (when `verify_checksum`), and `too_big` for a chain's
+/// packet that runs past its first segment (see the module doc).
+/// Inlined into both callers: the lane's check has already compared the
+/// first byte with 0x45, so the version and IHL tests and the options'
+/// checksum fold away there.
+#[inline(always)]
+fn ipv4_header(l3: &[u8], avail: usize, verify_checksum: bool) -> Result<V4Header, DropReason> {
+    let Some(h) = l3.first_chunk::<20>() else {
+        return Err(DropReason::Truncated);
+    };
+    if h[0] >> 4 != 4 {
+        return Err(DropReason::BadVersion);
     }
+    let hlen = usize::from(h[0] & 0x0f) * 4;
+    if hlen < 20 || hlen > l3.len() {
+        return Err(DropReason::BadHeaderLen);
+    }
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    if total < hlen || total > avail {
+        return Err(DropReason::BadTotalLen);
+    }
+    if verify_checksum {
+        let ok = if hlen == 20 {
+            checksum20_ok(h)
+        } else {
+            wire::checksum::sum(&l3[..hlen]) == 0xffff
+        };
+        if !ok {
+            return Err(DropReason::BadChecksum);
+        }
+    }
+    if total > l3.len() {
+        return Err(DropReason::TooBig);
+    }
+    Ok(V4Header {
+        hlen,
+        total,
+        proto: h[9],
+        frag: u16::from_be_bytes([h[6], h[7]]),
+        src: [h[12], h[13], h[14], h[15]],
+        dst: [h[16], h[17], h[18], h[19]],
+    })
 }
 
 /// Whether a 20-byte IPv4 header's checksum verifies: its one's-complement
@@ -968,6 +1006,105 @@ mod tests {
                 h[10..12].copy_from_slice(&c.to_be_bytes());
             }
             proptest::prop_assert_eq!(checksum20_ok(&h), sum16(&h) == 0xffff);
+        }
+    }
+
+    /// A UDP over IPv4 frame to [`US`] with one 4-byte option (Router
+    /// Alert), written out field by field: IHL 6, 24 + 8 bytes of IP.
+    #[rustfmt::skip]
+    fn frame_with_option() -> Vec<u8> {
+        let mut f = US.to_vec();                                    // destination MAC
+        f.extend([0x02, 0x00, 0x00, 0x00, 0x00, 0x01]);             // source MAC
+        f.extend([0x08, 0x00]);                                     // EtherType IPv4
+        f.extend([
+            0x46, 0x00, 0x00, 0x20,                                 // v4, IHL 6, total 32
+            0x00, 0x01, 0x00, 0x00,                                 // id 1, no fragment
+            0x40, 0x11, 0x00, 0x00,                                 // TTL 64, UDP, checksum
+            10, 0, 0, 1,                                            // source 10.0.0.1
+            198, 18, 0, 5,                                          // destination 198.18.0.5
+            0x94, 0x04, 0x00, 0x00,                                 // Router Alert
+            0x04, 0xd2, 0x00, 0x35,                                 // ports 1234 -> 53
+            0x00, 0x08, 0x00, 0x00,                                 // UDP length 8, no checksum
+        ]);
+        let c = crate::wire::checksum::internet_checksum(&f[14..38]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        f
+    }
+
+    /// The IPv4 header rules on a header with options, which only the
+    /// general walk takes: the checksum covers the options, ports are read
+    /// after them, and each length rule has its drop.
+    #[test]
+    fn ipv4_options_take_the_general_walk() {
+        let p = ours();
+        let ok = frame_with_option();
+        assert!(p.fast_v4(&ok, ok.len()).is_none(), "options: never plain");
+        let (r, m) = parse(&ok);
+        assert_eq!(r, Ok(()));
+        assert_eq!((m.l3, m.l3_off, m.l4_off), (L3::Ipv4, 14, 38));
+        assert_eq!((m.key.sport(), m.key.dport()), (1234, 53));
+        assert_eq!(m.key.dst_v4(), u32::from_be_bytes([198, 18, 0, 5]));
+        // An option byte changed: the checksum covers it.
+        let mut b = ok.clone();
+        b[36] ^= 1;
+        assert_eq!(parse(&b).0, Err(DropReason::BadChecksum));
+        let no_verify = Parse {
+            verify_checksum: false,
+            ..p
+        };
+        let mut m = new_meta_burst()[0];
+        assert_eq!(no_verify.parse_one(&b, &mut m), Ok(()));
+        // The options past the end of the frame: bad_header_len.
+        assert_eq!(parse(&ok[..14 + 22]).0, Err(DropReason::BadHeaderLen));
+        // A total length shorter than the header: bad_total_len.
+        let mut b = ok.clone();
+        b[17] = 22;
+        assert_eq!(parse(&b).0, Err(DropReason::BadTotalLen));
+    }
+
+    proptest::proptest! {
+        /// [`ipv4_header`] (the parse's one IPv4 header reader) against the
+        /// wire view, `Ipv4Packet::new_checked` then `verify_checksum`:
+        /// same verdict, same fields, on headers with and without options.
+        #[test]
+        fn ipv4_header_matches_the_wire_view(
+            ihl in 0u8..16,
+            total in 0u16..80,
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+            fix in proptest::prelude::any::<bool>(),
+            verify in proptest::prelude::any::<bool>(),
+        ) {
+            use crate::wire::Ipv4Packet;
+            let mut b = body;
+            if b.len() >= 20 {
+                b[0] = 0x40 | ihl;
+                b[2..4].copy_from_slice(&total.to_be_bytes());
+                let hlen = usize::from(ihl) * 4;
+                if fix && hlen >= 20 && hlen <= b.len() {
+                    b[10..12].fill(0);
+                    let c = crate::wire::checksum::internet_checksum(&b[..hlen]);
+                    b[10..12].copy_from_slice(&c.to_be_bytes());
+                }
+            }
+            let got = ipv4_header(&b, b.len(), verify);
+            let want = Ipv4Packet::new_checked(&b[..]).map_err(drop_reason).and_then(|ip| {
+                if verify && !ip.verify_checksum() {
+                    Err(DropReason::BadChecksum)
+                } else {
+                    Ok(ip)
+                }
+            });
+            match (got, want) {
+                (Ok(h), Ok(ip)) => {
+                    proptest::prop_assert_eq!(h.hlen, ip.header_len());
+                    proptest::prop_assert_eq!(h.total, usize::from(ip.total_len()));
+                    proptest::prop_assert_eq!(h.proto, u8::from(ip.protocol()));
+                    proptest::prop_assert_eq!(h.frag & 0x1fff != 0, ip.is_non_first_fragment());
+                    proptest::prop_assert_eq!(h.src, ip.src_addr().octets());
+                    proptest::prop_assert_eq!(h.dst, ip.dst_addr().octets());
+                }
+                (got, want) => proptest::prop_assert_eq!(got.map(|_| ()), want.map(|_| ())),
+            }
         }
     }
 

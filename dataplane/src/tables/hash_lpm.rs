@@ -12,7 +12,7 @@
 //! It answers exactly as the DPDK backends do: the same longest-prefix
 //! match, the same errors for a bad length or next hop and for a full
 //! table, [`MISS`] where nothing matches, and rte_fib's next-hop limit, so
-//! that a raw lookup entry ([`Route4::lookup_bulk_raw`](super::Route4::lookup_bulk_raw))
+//! that a raw lookup entry ([`RouteLookup::lookup_raw`](super::RouteLookup::lookup_raw))
 //! keeps the encoding every backend shares (the value, or [`MISS`] at or
 //! above [`RAW_MISS_FLOOR`](super::RAW_MISS_FLOOR)). The proptests below
 //! check it against the linear-scan oracle [`LinearRoutes`](super::route::LinearRoutes).

@@ -32,6 +32,7 @@ pub use hash_lpm::HashLpm;
 pub use maglev::Maglev;
 pub use prefix::Prefix;
 pub use route::{
-    raw_value, Route4, Route6, RouteBackend, RouteConfig, RouteTable, MISS, RAW_MISS_FLOOR,
+    raw_value, Route4, Route6, RouteBackend, RouteConfig, RouteLookup, RouteTable, MISS,
+    RAW_MISS_FLOOR,
 };
 pub use testing::test_eal;

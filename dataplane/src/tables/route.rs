@@ -5,7 +5,9 @@
 //! backend, which needs no EAL), by [`Route4`]/[`Route6`] (a backend chosen
 //! at start-up by [`RouteBackend`], one `match` per burst) and by
 //! [`LinearRoutes`], the linear-scan oracle. Next hops are `u32` ids; a
-//! lookup that matches no route yields [`MISS`] whatever the backend.
+//! lookup that matches no route yields [`MISS`] whatever the backend. The
+//! data path reads the same tables through the smaller [`RouteLookup`]
+//! (a burst of addresses to raw entries), implemented by the same types.
 //!
 //! The default backend is rte_fib for both families. IPv4: lookups cost about
 //! the same as rte_lpm, but rte_lpm's add scans every rule of the same
@@ -303,9 +305,9 @@ impl Route4 {
         }
     }
 
-    /// rte_fib's table read in place ([`Fib4Reader`]), which
-    /// [`Route4::lookup_bulk_raw`] uses. None for rte_lpm and the linear
-    /// backend (or an rte_fib whose layout did not check out).
+    /// rte_fib's table read in place ([`Fib4Reader`]), which the
+    /// [`RouteLookup`] of an rte_fib table uses. None for rte_lpm and the
+    /// linear backend (or an rte_fib whose layout did not check out).
     #[inline(always)]
     pub fn reader(&self) -> Option<Fib4Reader<'_>> {
         match self {
@@ -313,54 +315,147 @@ impl Route4 {
             Route4::Lpm(_) | Route4::Linear(_) => None,
         }
     }
+}
 
-    /// The data path's bulk lookup: `out[k]` is the entry for `addrs[k]` as
-    /// the backend writes it: the value itself, or a miss (at or above
-    /// [`RAW_MISS_FLOOR`]; [`raw_value`] turns it into [`MISS`]). Unlike
-    /// [`RouteTable::lookup_bulk`], rte_fib's 8-byte results are not
-    /// narrowed into a second buffer first (that pass and its buffer showed
-    /// in the route profile), and rte_fib's table is read in
-    /// place ([`Fib4Reader`]) when its layout checked out. The backend is
-    /// matched once per call (per burst), never per packet.
+/// The data path's bulk lookup, the one way the route stage reads a route
+/// table: implemented by each backend's reader (rte_fib's table read in
+/// place, [`Fib4Reader`], or through `rte_fib_lookup_bulk`; rte_lpm;
+/// rte_fib6; rte_lpm6; [`HashLpm`], the `linear` backend; the
+/// [`LinearRoutes`] oracle), and by [`Route4`]/[`Route6`], which match
+/// their backend once per call (per burst, never per packet) and delegate
+/// to it. Statically dispatched: every implementation is inlined into the
+/// route stage's loop. With the `linear` backend it needs no EAL, so the
+/// pipeline's tests and the fuzzer run the same route code without it.
+///
+/// Unlike [`RouteTable::lookup_bulk`], an entry is the backend's own
+/// 8-byte result, not narrowed into a second `u32` buffer (that pass and
+/// its buffer showed in the route profile): the value itself, or a miss
+/// (at or above [`RAW_MISS_FLOOR`]; [`raw_value`] turns it into [`MISS`]).
+pub trait RouteLookup {
+    type Addr;
+
+    /// Writes the raw entry for `dst[k]` into `out[k]`.
     ///
     /// # Panics
-    /// If `addrs` holds more than `BURST_SIZE` addresses.
+    /// If `out` is shorter than `dst`, or `dst` holds more than
+    /// `BURST_SIZE` addresses (the data path looks a burst up at a time).
+    fn lookup_raw(&self, dst: &[Self::Addr], out: &mut [u64]);
+}
+
+/// Looks up `dst` (at most a burst) through `lookup`, which writes `u32`
+/// values, widening each into `out`. One buffer of a burst, no loop over
+/// chunks: such a loop in the `Lpm` arm of [`Route4`]'s dispatch cost the
+/// `Fib` arm's burst loop instructions of its own.
+#[inline(always)]
+fn widen<A>(dst: &[A], out: &mut [u64], lookup: impl Fn(&[A], &mut [u32])) {
+    let out = &mut out[..dst.len()];
+    let mut v = [MISS; FIB_CHUNK];
+    let v = &mut v[..dst.len()];
+    lookup(dst, v);
+    for (o, &v) in out.iter_mut().zip(v.iter()) {
+        *o = u64::from(v);
+    }
+}
+
+/// rte_fib's table read in place: the same entries `rte_fib_lookup_bulk`
+/// writes, inlined into a loop of independent loads.
+impl RouteLookup for Fib4Reader<'_> {
+    type Addr = u32;
     #[inline(always)]
-    pub fn lookup_bulk_raw(&self, addrs: &[u32], out: &mut [u64; FIB_CHUNK]) {
-        let out = &mut out[..addrs.len()];
-        match self {
-            Route4::Fib(t) => match t.reader() {
-                Some(r) => {
-                    for (o, &a) in out.iter_mut().zip(addrs) {
-                        *o = r.lookup(a);
-                    }
-                }
-                None => t.lookup_bulk(addrs, out),
-            },
-            Route4::Lpm(t) => {
-                let mut v = [MISS; FIB_CHUNK];
-                let v = &mut v[..addrs.len()];
-                t.lookup_bulk(addrs, v);
-                for (o, &v) in out.iter_mut().zip(v.iter()) {
-                    *o = u64::from(v);
-                }
-            }
-            Route4::Linear(t) => {
-                for (o, &a) in out.iter_mut().zip(addrs) {
-                    *o = u64::from(t.lookup_one(a));
-                }
-            }
+    fn lookup_raw(&self, dst: &[u32], out: &mut [u64]) {
+        for (o, &a) in out[..dst.len()].iter_mut().zip(dst) {
+            *o = self.lookup(a);
         }
     }
 }
 
-/// Raw lookup entries ([`Route4::lookup_bulk_raw`]) at or above this are
+/// Through the in-place reader when the table's layout checked out, else
+/// `rte_fib_lookup_bulk`.
+impl RouteLookup for Fib4 {
+    type Addr = u32;
+    #[inline(always)]
+    fn lookup_raw(&self, dst: &[u32], out: &mut [u64]) {
+        match self.reader() {
+            Some(r) => r.lookup_raw(dst, out),
+            None => Fib4::lookup_bulk(self, dst, out),
+        }
+    }
+}
+
+impl RouteLookup for Lpm4 {
+    type Addr = u32;
+    #[inline(always)]
+    fn lookup_raw(&self, dst: &[u32], out: &mut [u64]) {
+        widen(dst, out, |a, v| Lpm4::lookup_bulk(self, a, v));
+    }
+}
+
+impl RouteLookup for Fib6 {
+    type Addr = [u8; 16];
+    #[inline(always)]
+    fn lookup_raw(&self, dst: &[[u8; 16]], out: &mut [u64]) {
+        Fib6::lookup_bulk(self, dst, out);
+    }
+}
+
+impl RouteLookup for Lpm6 {
+    type Addr = [u8; 16];
+    #[inline(always)]
+    fn lookup_raw(&self, dst: &[[u8; 16]], out: &mut [u64]) {
+        widen(dst, out, |a, v| Lpm6::lookup_bulk(self, a, v));
+    }
+}
+
+impl<A: RouteAddr> RouteLookup for HashLpm<A> {
+    type Addr = A;
+    #[inline(always)]
+    fn lookup_raw(&self, dst: &[A], out: &mut [u64]) {
+        for (o, &a) in out[..dst.len()].iter_mut().zip(dst) {
+            *o = u64::from(self.lookup_one(a));
+        }
+    }
+}
+
+/// The oracle through the same interface, for tests that compare it with a
+/// backend the way the data path reads them.
+impl<A: RouteAddr> RouteLookup for LinearRoutes<A> {
+    type Addr = A;
+    fn lookup_raw(&self, dst: &[A], out: &mut [u64]) {
+        widen(dst, out, |a, v| RouteTable::lookup_bulk(self, a, v));
+    }
+}
+
+/// [`RouteLookup`] for the backend enums: one `match` per call (per burst),
+/// each arm the backend's own implementation.
+macro_rules! dispatch_route_lookup {
+    ($ty:ident, $addr:ty) => {
+        impl RouteLookup for $ty {
+            type Addr = $addr;
+            #[inline(always)]
+            fn lookup_raw(&self, dst: &[$addr], out: &mut [u64]) {
+                match self {
+                    $ty::Fib(t) => t.lookup_raw(dst, out),
+                    $ty::Lpm(t) => t.lookup_raw(dst, out),
+                    $ty::Linear(t) => t.lookup_raw(dst, out),
+                }
+            }
+        }
+    };
+}
+
+dispatch_route_lookup!(Route4, u32);
+dispatch_route_lookup!(Route6, [u8; 16]);
+
+/// Raw lookup entries ([`RouteLookup::lookup_raw`]) at or above this are
 /// misses: every backend's misses are, and no value a route stores is.
 pub const RAW_MISS_FLOOR: u64 = Fib4::MISS;
 const _: () = assert!(
     MISS as u64 >= RAW_MISS_FLOOR
+        && Fib6::MISS >= RAW_MISS_FLOOR
         && (Fib4::MAX_NEXTHOP as u64) < RAW_MISS_FLOOR
+        && (Fib6::MAX_NEXTHOP as u64) < RAW_MISS_FLOOR
         && (Lpm4::MAX_NEXTHOP as u64) < RAW_MISS_FLOOR
+        && (Lpm6::MAX_NEXTHOP as u64) < RAW_MISS_FLOOR
         && (hash_lpm::MAX_NEXTHOP as u64) < RAW_MISS_FLOOR
 );
 
@@ -589,7 +684,7 @@ mod tests {
                 }
                 for (chunk, want) in addrs.chunks(FIB_CHUNK).zip(out.chunks(FIB_CHUNK)) {
                     let mut raw = [0u64; FIB_CHUNK];
-                    t.lookup_bulk_raw(chunk, &mut raw);
+                    t.lookup_raw(chunk, &mut raw);
                     for (&r, &w) in raw.iter().zip(want) {
                         let w = if w == MISS {
                             default.unwrap_or(MISS)
@@ -632,9 +727,26 @@ mod tests {
             assert_eq!(t.lookup(b), Some(8));
             assert_eq!(t.lookup(a), Some(7));
             assert_eq!(t.lookup(c), None);
+            // The data path's raw lookup, before and after a default route,
+            // against the oracle read the same way.
+            let mut oracle = LinearRoutes::new();
+            oracle.add(a, 48, 7).unwrap();
+            oracle.add(b, 128, 8).unwrap();
+            fn raw6(t: &impl RouteLookup<Addr = [u8; 16]>, d: [[u8; 16]; 3]) -> [u64; 3] {
+                let mut out = [0u64; 3];
+                t.lookup_raw(&d, &mut out);
+                out
+            }
+            let want = raw6(&oracle, [a, b, c]);
+            assert_eq!(want.map(raw_value), [7, 8, MISS]);
+            assert!(want[2] >= RAW_MISS_FLOOR);
+            let got = raw6(&t, [a, b, c]);
+            assert_eq!(got.map(raw_value), want.map(raw_value), "{backend:?}");
+            assert!(got[2] >= RAW_MISS_FLOOR, "{backend:?}");
             t.add([0; 16], 0, 9).unwrap();
             assert_eq!(t.lookup(c), Some(9));
             assert_eq!(t.len(), 3);
+            assert_eq!(raw6(&t, [a, b, c]), [7, 8, 9], "{backend:?}");
         }
     }
 
@@ -683,7 +795,7 @@ mod tests {
         )
         .unwrap();
         let mut raw = [0u64; FIB_CHUNK];
-        t4.lookup_bulk_raw(&[0x0a09_0909, 0x0b00_0000], &mut raw);
+        t4.lookup_raw(&[0x0a09_0909, 0x0b00_0000], &mut raw);
         assert_eq!((raw_value(raw[0]), raw_value(raw[1])), (1, MISS));
         assert!(raw[1] >= RAW_MISS_FLOOR);
         assert_eq!(

@@ -7,7 +7,7 @@ use crate::pipeline::local;
 use crate::pipeline::parse::FastV4;
 use crate::pipeline::{DropReason, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3};
 use crate::tables::routing::Routing;
-use crate::tables::{RouteTable, MISS};
+use crate::tables::{raw_value, RouteLookup};
 use std::net::Ipv6Addr;
 
 /// The burst's packets waiting for a lookup, per family: IPv4 addresses
@@ -121,11 +121,11 @@ impl Lookups {
         for (a, &i) in a6.iter_mut().zip(&self.i6[..self.n6]) {
             *a = meta[usize::from(i)].key.dst;
         }
-        let mut res = [MISS; BURST_SIZE];
-        r.v6.lookup_bulk(&a6[..self.n6], &mut res[..self.n6]);
-        for (&i, &val) in self.i6[..self.n6].iter().zip(&res[..self.n6]) {
+        let mut res = [0u64; BURST_SIZE];
+        r.v6.lookup_raw(&a6[..self.n6], &mut res);
+        for (&i, &raw) in self.i6[..self.n6].iter().zip(&res[..self.n6]) {
             let i = usize::from(i);
-            each(i, val, &mut meta[i]);
+            each(i, raw_value(raw), &mut meta[i]);
         }
     }
 }

@@ -52,7 +52,7 @@ use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
 use crate::tables::set::TableSet;
-use crate::tables::{raw_value, MISS};
+use crate::tables::{raw_value, RouteLookup, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
 use martians::{v4_martian, v6_scope_martian};
@@ -230,7 +230,7 @@ impl RouteStage {
             V4Queue::Queued { look, .. } => &look.a4[..look.n4],
         };
         if !addrs.is_empty() {
-            r.v4.lookup_bulk_raw(addrs, &mut res);
+            r.v4.lookup_raw(addrs, &mut res);
         }
         let mut general = |p: &mut P, m: &mut Meta, raw: u64, plain: bool| {
             if plain {

@@ -20,16 +20,23 @@
 //!   its IP packet, every byte after the MACs kept but the TTL / hop
 //!   limit, one lower from above 1, and the IPv4 header checksum) or a
 //!   message the router wrote: ARP, or ICMP/ICMPv6 from one of its own
-//!   addresses with a valid checksum;
+//!   addresses with a valid checksum, to none of them (nor to a subnet
+//!   broadcast);
 //! - the data-path rules (RFC 1812 / RFC 4291): a unicast frame to a MAC
-//!   other than the input port's is dropped as `not_for_us`; nothing
-//!   received as a link-layer broadcast or multicast with a unicast IP
-//!   destination is sent at all; a forwarded packet came to the port's
-//!   own MAC, carries no byte past its IP packet, fits the output port's
-//!   MTU, is not to an IPv4 broadcast address (255.255.255.255 or a
-//!   connected subnet's), and, for IPv6, has neither a link-local or
-//!   unspecified source nor a link-local destination; no ARP request is
-//!   sent for a broadcast address;
+//!   other than the input port's is dropped as `not_for_us`; any other
+//!   frame from a group (broadcast or multicast) source MAC as
+//!   `bad_address`; nothing received as a link-layer broadcast or
+//!   multicast with a unicast IP destination is sent at all; a forwarded
+//!   packet came to the port's own MAC from a unicast one, carries no byte
+//!   past its IP packet, fits the output port's MTU, is not to an IPv4
+//!   broadcast address (255.255.255.255 or a connected subnet's), is not
+//!   from a source that cannot be true (one of the router's own addresses,
+//!   a connected IPv4 subnet's broadcast address), and, for IPv6, has
+//!   neither a link-local or unspecified source nor a link-local
+//!   destination; no ARP request is sent for a broadcast address;
+//! - ARP is `truncated` only when it is Ethernet/IPv4 (or too short to
+//!   say: under 8 bytes) and shorter than 28 bytes, and `unsupported`
+//!   only in another format;
 //! - a path-MTU error (ICMP fragmentation needed, ICMPv6 packet too big)
 //!   goes back out of the input port about an input over the MTU it
 //!   names, which is a port's; it quotes the input's IP header and 8 bytes
@@ -377,6 +384,7 @@ pub fn check(o: &Outcome) {
         let input = &o.input.frames[i];
         check_acl(i, input, o.input.in_port, m.verdict);
         check_l2(i, input, o.input.in_port, m.verdict);
+        check_arp(i, input, o.input.in_port, m.verdict);
         match m.verdict {
             Verdict::Tx(port) => {
                 let (p, pkt) = &o.out.sent[s];
@@ -459,9 +467,10 @@ fn is_v4_broadcast(a: Ipv4Addr) -> bool {
 }
 
 /// The L2 rules on a packet's verdict: a unicast frame to another MAC than
-/// the input port's is `not_for_us`; a frame sent to a link-layer
-/// broadcast or multicast address with a unicast IP destination is never
-/// sent anywhere (not routed, not answered).
+/// the input port's is `not_for_us`; any other from a group source MAC is
+/// `bad_address`; a frame sent to a link-layer broadcast or multicast
+/// address with a unicast IP destination is never sent anywhere (not
+/// routed, not answered).
 fn check_l2(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
     let r = router();
     let mac = r.port_macs[usize::from(in_port)];
@@ -473,6 +482,14 @@ fn check_l2(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
             verdict,
             Verdict::Drop(DropReason::NotForUs),
             "packet {i}: a frame to a foreign MAC"
+        );
+        return;
+    }
+    if input[6] & 1 != 0 {
+        assert_eq!(
+            verdict,
+            Verdict::Drop(DropReason::BadAddress),
+            "packet {i}: a frame from a group MAC"
         );
         return;
     }
@@ -494,6 +511,54 @@ fn check_l2(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
             "packet {i}: unicast IP in a link-layer broadcast/multicast frame got {verdict:?}"
         );
     }
+}
+
+/// ARP's drop reasons: `truncated` for an Ethernet/IPv4 body (or one too
+/// short to tell: under the 8 bytes that give its format) of under 28
+/// bytes, `unsupported` for another format (hardware type 1, protocol type
+/// IPv4, address lengths 6 and 4 are the one handled), whatever its length.
+fn check_arp(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
+    let Verdict::Drop(reason @ (DropReason::Truncated | DropReason::Unsupported)) = verdict else {
+        return;
+    };
+    let mut m = new_meta_burst()[0];
+    let mac = router().port_macs[usize::from(in_port)];
+    if parse_as(input, mac, &mut m).is_err() || m.l3 != L3::Arp {
+        return;
+    }
+    let body = &input[usize::from(m.l3_off)..];
+    let ours = body.len() < 8 || body[..6] == [0, 1, 8, 0, 6, 4];
+    if reason == DropReason::Truncated {
+        assert!(
+            ours && body.len() < 28,
+            "packet {i}: ARP truncated at {} bytes: {body:02x?}",
+            body.len()
+        );
+    } else {
+        assert!(
+            !ours,
+            "packet {i}: Ethernet/IPv4 ARP unsupported: {body:02x?}"
+        );
+    }
+}
+
+/// Whether `a` (an IPv4 source) cannot be true: one of the router's own
+/// addresses or a connected subnet's broadcast address.
+fn impossible_source_v4(a: Ipv4Addr) -> bool {
+    router()
+        .tables
+        .routing
+        .as_ref()
+        .is_some_and(|rt| rt.ports.iter().any(|p| p.has_v4(a) || p.is_broadcast_v4(a)))
+}
+
+/// Whether `a` (an IPv6 source) is one of the router's own addresses.
+fn own_v6(a: Ipv6Addr) -> bool {
+    router()
+        .tables
+        .routing
+        .as_ref()
+        .is_some_and(|rt| rt.ports.iter().any(|p| p.has_v6(a)))
 }
 
 /// Checks one sent frame against the frame it came from (`input`, received
@@ -582,6 +647,11 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
                 "packet {i}: ICMP not from us: {}",
                 what()
             );
+            assert!(
+                !impossible_source_v4(Ipv4Addr::from(om.key.dst_v4())),
+                "packet {i}: ICMP to ourselves or a subnet broadcast: {}",
+                what()
+            );
             let end = l3 + usize::from(u16::from_be_bytes([out[l3 + 2], out[l3 + 3]]));
             let icmp = Icmpv4Packet::new_checked(&out[l4..end])
                 .unwrap_or_else(|e| panic!("packet {i}: ICMP reply {e:?}: {}", what()));
@@ -606,6 +676,11 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
                 "packet {i}: ICMPv6 not from us: {}",
                 what()
             );
+            assert!(
+                !own_v6(Ipv6Addr::from(om.key.dst)),
+                "packet {i}: ICMPv6 to ourselves: {}",
+                what()
+            );
             let end = l3 + 40 + usize::from(u16::from_be_bytes([out[l3 + 4], out[l3 + 5]]));
             let icmp = Icmpv6Packet::new_checked(&out[l4..end])
                 .unwrap_or_else(|e| panic!("packet {i}: ICMPv6 reply {e:?}: {}", what()));
@@ -626,16 +701,22 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
 }
 
 /// The rules a forwarded packet (`out`, from `input`, sent on `port`,
-/// parsed into `om`) must meet: it came to the input port's own MAC, fits
-/// the output MTU, is to no IPv4 broadcast address, and (IPv6) is neither
-/// from a link-local or unspecified source nor to a link-local
-/// destination.
+/// parsed into `om`) must meet: it came to the input port's own MAC from a
+/// unicast one, fits the output MTU, is to no IPv4 broadcast address, is
+/// from no source that cannot be true (the router's own addresses, a
+/// connected subnet's broadcast), and (IPv6) is neither from a link-local
+/// or unspecified source nor to a link-local destination.
 fn check_forwarded(i: usize, input: &[u8], port: u16, om: &Meta, out: &[u8]) {
     let r = router();
     assert_eq!(
         input[0] & 1,
         0,
         "packet {i}: forwarded a link-layer group frame"
+    );
+    assert_eq!(
+        input[6] & 1,
+        0,
+        "packet {i}: forwarded a frame from a group MAC"
     );
     let l3 = usize::from(om.l3_off);
     let mtu = r.cfg.ports[usize::from(port)]
@@ -654,6 +735,11 @@ fn check_forwarded(i: usize, input: &[u8], port: u16, om: &Meta, out: &[u8]) {
                 !is_v4_broadcast(d),
                 "packet {i}: forwarded to broadcast {d}"
             );
+            let s = Ipv4Addr::from(om.key.src_v4());
+            assert!(
+                !impossible_source_v4(s),
+                "packet {i}: forwarded from {s}, ours or a subnet broadcast"
+            );
         }
         L3::Ipv6 => {
             let (s, d) = (Ipv6Addr::from(om.key.src), Ipv6Addr::from(om.key.dst));
@@ -662,6 +748,7 @@ fn check_forwarded(i: usize, input: &[u8], port: u16, om: &Meta, out: &[u8]) {
                 !s.is_unspecified() && !link_local(s) && !link_local(d),
                 "packet {i}: forwarded {s} -> {d} off its link"
             );
+            assert!(!own_v6(s), "packet {i}: forwarded from our own {s}");
         }
         _ => {}
     }

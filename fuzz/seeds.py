@@ -246,6 +246,41 @@ def hand():
                                                         hop=0, dmac=WAN_MAC)])
     s["echo4-from-ourselves"] = encode(0, [eth(LAN_MAC, HOST, 0x0800, ipv4(
         "10.0.1.1", "10.0.1.1", 1, icmp4(8, 0, struct.pack(">HH", 7, 1), b"self")))])
+    # Sources that cannot be true (RFC 1812 5.3.7, 4.2.2.11): our own
+    # addresses (this port's, the other's, IPv6 link-local included) and
+    # our subnets' broadcasts, forwarded or to us; then a host, forwarded.
+    s["impossible-sources"] = encode(0, [
+        udp4_frame("10.0.1.1", "198.18.1.5"),
+        udp4_frame("10.0.2.1", "198.18.1.5"),
+        udp4_frame("10.0.1.255", "198.18.1.5"),
+        udp4_frame("10.0.3.255", "10.0.1.1"),
+        eth(LAN_MAC, HOST, 0x0800, ipv4("10.0.1.255", "10.0.1.1", 1,
+                                        icmp4(8, 0, struct.pack(">HH", 7, 1), b"smurf"))),
+        udp6_frame("2001:db8:2::1", "2001:db8:100::5"),
+        udp6_frame("fe80::1", "2001:db8:1::1"),
+        udp4_frame("10.0.1.5", "198.18.1.5")])
+    # Frames from a group source MAC (broadcast, IPv4 and IPv6 multicast),
+    # to us or to a group: IPv4, IPv6, ARP; then a unicast one, forwarded.
+    s["l2-group-source"] = encode(0, [
+        udp4_frame("10.0.1.5", "198.18.1.5", smac=BCAST),
+        udp4_frame("10.0.1.5", "198.18.1.5", smac=bytes.fromhex("01005e000001")),
+        udp6_frame("2001:db8:1::5", "2001:db8:100::5", smac=bytes.fromhex("333300000001")),
+        eth(BCAST, bytes.fromhex("01005e000001"), 0x0806,
+            arp(1, PEER1, "10.0.1.2", b"\0" * 6, "10.0.1.1")),
+        udp4_frame("10.0.1.5", "198.18.1.5")])
+    # ARP in other formats (hardware type 6, protocol IPv6, address
+    # lengths 8 and 16; type 6 cut to 20 bytes): unsupported; Ethernet/IPv4
+    # cut to 27 bytes: truncated.
+    req = arp(1, PEER1, "10.0.1.2", b"\0" * 6, "10.0.1.1")
+    def arp_frame(body):
+        return BCAST + PEER1 + b"\x08\x06" + body
+    s["arp-other-formats"] = encode(0, [
+        eth(BCAST, PEER1, 0x0806, b"\x00\x06" + req[2:]),
+        eth(BCAST, PEER1, 0x0806, req[:2] + b"\x86\xdd" + req[4:]),
+        eth(BCAST, PEER1, 0x0806, req[:4] + b"\x08" + req[5:]),
+        eth(BCAST, PEER1, 0x0806, req[:5] + b"\x10" + req[6:]),
+        arp_frame(b"\x00\x06" + req[2:20]),
+        arp_frame(req[:27])])
     # A mixed burst: learn, answer, forward, drop, all at once; 32 frames.
     mixed = [eth(BCAST, PEER1, 0x0806, arp(1, PEER1, "10.0.1.2", b"\0" * 6, "10.0.1.1")),
              ns_frame("2001:db8:1::2", "2001:db8:1::1", slla),

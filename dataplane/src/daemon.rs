@@ -465,8 +465,14 @@ pub fn build_worker_pipeline(
             }
             StageKind::Lb => {
                 let lb = tables.lb.clone().expect("lb tables built for an lb stage");
-                let stage =
-                    LbStage::new(lb, worker).expect("connection table size checked by the config");
+                // `check` puts `route` after `lb`: its tables are there.
+                let own = tables
+                    .routing
+                    .as_ref()
+                    .map(|r| r.martians.clone())
+                    .unwrap_or_default();
+                let stage = LbStage::new(lb, own, worker)
+                    .expect("connection table size checked by the config");
                 stages.push(Stage::Lb(Box::new(stage)));
             }
             StageKind::Count => stages.push(Stage::Count(CountStage::new(cfg.ports.len()))),

@@ -1155,9 +1155,12 @@ fn ipv6_first_fragments_follow_the_fragment_policy() {
     }
 }
 
-/// What `route` would not forward (a martian source, an IPv6 source that
-/// must not leave its link) is not handed to a backend: the balancer leaves
-/// it untouched for `route` to drop.
+/// What `route` would not forward (a martian source, one that cannot be
+/// true — a connected subnet's broadcast, the router's own address — an
+/// IPv6 source that must not leave its link, unicast IP in a link-layer
+/// broadcast or multicast frame) is not handed to a backend: the balancer
+/// leaves it untouched for `route` to drop, on the lane and stage by stage
+/// alike. A frame from a group MAC never gets past `parse`.
 #[test]
 fn martian_sources_are_not_balanced() {
     let ll: [u8; 16] = "fe80::5".parse::<std::net::Ipv6Addr>().unwrap().octets();
@@ -1181,30 +1184,75 @@ fn martian_sources_are_not_balanced() {
          [[lb.service.backend]]\naddress = \"2001:db8:e::1\"\n",
         web("", &backends(4, |_| 1))
     );
+    let to = |mac: [u8; 6], mut f: Vec<u8>| {
+        f[..6].copy_from_slice(&mac);
+        f
+    };
+    let from = |mac: [u8; 6], mut f: Vec<u8>| {
+        f[6..12].copy_from_slice(&mac);
+        f
+    };
+    let ours6: [u8; 16] = "2001:db8:c::1"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
+    let client = [198, 51, 100, 9];
+    let client6: [u8; 16] = "2001:db8:cc::9"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets();
     let frames = [
         tcp([0, 0, 0, 0], 1000, VIP, 80, 0x02, 0),
         tcp([127, 0, 0, 1], 1000, VIP, 80, 0x02, 0),
         tcp([224, 0, 0, 5], 1000, VIP, 80, 0x02, 0),
         v6(ll),
         v6(lo),
+        tcp([192, 0, 2, 255], 1000, VIP, 80, 0x02, 0),
+        tcp([10, 1, 255, 255], 1000, VIP, 80, 0x02, 0),
+        tcp([192, 0, 2, 1], 1000, VIP, 80, 0x02, 0),
+        tcp([10, 1, 0, 1], 1000, VIP, 80, 0x02, 0),
+        v6(ours6),
+        to([0xff; 6], tcp(client, 1000, VIP, 80, 0x02, 0)),
+        to(
+            [0x01, 0, 0x5e, 0, 0, 1],
+            tcp(client, 1001, VIP, 80, 0x02, 0),
+        ),
+        to([0x33, 0x33, 0, 0, 0, 1], v6(client6)),
+        from(
+            [0x01, 0, 0x5e, 0, 0, 1],
+            tcp(client, 1000, VIP, 80, 0x02, 0),
+        ),
     ];
+    let mut outs = Vec::new();
     for lane in [true, false] {
         let mut r = Router::with_lane(&config(&lb), lane);
         let out = r.run(0, &frames);
         assert!(out.sent.is_empty(), "lane {lane}: {:?}", out.sent);
         let reasons: Vec<_> = out.dropped.iter().map(|(d, _)| *d).collect();
         // The link-local source: `route` finds no route to the VIP first.
+        use DropReason::{BadAddress, L2Multicast, NoRoute};
         let want = [
-            DropReason::BadAddress,
-            DropReason::BadAddress,
-            DropReason::BadAddress,
-            DropReason::NoRoute,
-            DropReason::BadAddress,
+            BadAddress,
+            BadAddress,
+            BadAddress,
+            NoRoute,
+            BadAddress,
+            BadAddress,
+            BadAddress,
+            BadAddress,
+            BadAddress,
+            BadAddress,
+            L2Multicast,
+            L2Multicast,
+            L2Multicast,
+            BadAddress,
         ];
         assert_eq!(reasons, want, "lane {lane}");
+        outs.push(out.dropped);
         assert_eq!(r.counters("web")["counters"]["packets"], 0);
         assert_eq!(r.counters("v6")["counters"]["packets"], 0);
     }
+    assert_eq!(outs[0], outs[1], "the lane and stage by stage differ");
 }
 
 /// An ICMPv6 packet too big about a flow's reply (VIP -> client) that

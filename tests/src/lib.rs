@@ -382,6 +382,28 @@ pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) -> Result<()> {
     Ok(())
 }
 
+/// Writes frames to a pcap file (Ethernet) whose snapshot length (262,144,
+/// libpcap's most for Ethernet) lets records be longer than 65,535 bytes
+/// (net_pcap delivers such a record as a chain whose length disagrees with
+/// its segments).
+pub fn write_big_pcap(path: &Path, frames: &[Vec<u8>]) -> Result<()> {
+    let mut v = Vec::new();
+    v.extend(0xa1b2_c3d4u32.to_le_bytes());
+    v.extend(2u16.to_le_bytes());
+    v.extend(4u16.to_le_bytes());
+    v.extend([0u8; 8]); // thiszone, sigfigs
+    v.extend(262_144u32.to_le_bytes());
+    v.extend(1u32.to_le_bytes()); // Ethernet
+    for (i, f) in frames.iter().enumerate() {
+        v.extend(0u32.to_le_bytes());
+        v.extend((i as u32).to_le_bytes());
+        v.extend((f.len() as u32).to_le_bytes());
+        v.extend((f.len() as u32).to_le_bytes());
+        v.extend(f);
+    }
+    std::fs::write(path, v).with_context(|| format!("write {}", path.display()))
+}
+
 /// Whether a program is on PATH.
 pub fn have(prog: &str) -> bool {
     Command::new("sh")

@@ -151,6 +151,50 @@ fn forwards_every_frame_once_without_hugepages() {
     run_case("off");
 }
 
+/// Chains (frames over one mbuf's data room): a 9,000-byte frame arrives as
+/// a sound chain and is forwarded whole; a 70,000-byte record, which
+/// net_pcap delivers as a chain whose length disagrees with its segments
+/// (it copies only 70,000 mod 65,536 bytes but sets `pkt_len` to all of
+/// it), is dropped as `bad_total_len` instead of being handed to the PMD's
+/// TX (which once crashed on such a chain); the frames around them pass.
+#[test]
+fn broken_chains_are_dropped_and_sound_ones_forwarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let frame = |len: usize, fill: u8| {
+        let mut f = vec![fill; len];
+        f[..6].copy_from_slice(&PORT0_MAC);
+        f[6..12].copy_from_slice(&PEER0_MAC);
+        f[12..14].copy_from_slice(&[0x88, 0xb5]);
+        f
+    };
+    let west = vec![
+        frame(60, 1),
+        frame(9000, 2),
+        frame(70_000, 3),
+        frame(100, 4),
+    ];
+    write_big_pcap(&dir.path().join("in0.pcap"), &west).unwrap();
+    write_pcap(&dir.path().join("in1.pcap"), &[]).unwrap();
+    let cfg = dir.path().join("fwd.toml");
+    std::fs::write(&cfg, config(dir.path(), &file_prefix("fwdchain"), "off")).unwrap();
+    let r = run_daemon(
+        dir.path(),
+        &cfg,
+        &["--stop-when-idle", "500"],
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    let out1 = read_pcap(&dir.path().join("out1.pcap")).unwrap();
+    let sound = [west[0].clone(), west[1].clone(), west[3].clone()];
+    assert_forwarded(&sound, &out1, PEER1_MAC, PORT1_MAC);
+    assert_eq!(r.report["rx"], 4);
+    assert_eq!(r.report["tx"], 3);
+    assert_eq!(r.drop_count("bad_total_len"), 1);
+    assert_eq!(r.report["dropped"], 1);
+    assert_accounting(&r.report);
+    assert_eq!(r.report["mempool"]["in_use"], 0, "mbufs leaked");
+}
+
 #[test]
 fn port_outside_every_pair_drops_with_reason() {
     let dir = tempfile::tempdir().unwrap();

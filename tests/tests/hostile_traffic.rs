@@ -23,8 +23,16 @@
 //! - IPv6 from link-local and unspecified sources and to a link-local
 //!   destination is not forwarded (`bad_address`); an echo to the router
 //!   from a link-local source is answered;
+//! - sources that cannot be true (a connected subnet's broadcast, the
+//!   router's own IPv4 and IPv6 addresses), forwarded or to the router,
+//!   are `bad_address`, and so are frames from a group source MAC (IPv4,
+//!   IPv6, ARP); ARP in another format than Ethernet/IPv4 is
+//!   `unsupported`;
 //! - every truncation of IPv4, VLAN-tagged IPv4 and IPv6 headers is
-//!   `truncated` (header cut) or `bad_total_len` (payload cut).
+//!   `truncated` (header cut) or `bad_total_len` (payload cut);
+//! - through `lb` then `route`: a VIP's packets in broadcast or multicast
+//!   frames are `l2_multicast`, from a group MAC, a martian source or one
+//!   that cannot be true `bad_address`, never balanced; a unicast one is.
 //!
 //! The expected output of each port is built here with etherparse and
 //! compared as a multiset; the drop counters must be exactly the expected
@@ -52,11 +60,19 @@ fn v6(s: &str) -> [u8; 16] {
     s.parse::<std::net::Ipv6Addr>().unwrap().octets()
 }
 
-fn config(dir: &Path, mtu: Option<u16>) -> String {
+/// The router's config: `route` alone, or `lb` then `route` with `lb`'s
+/// services (`[[lb.service]]` sections) when given.
+fn config(dir: &Path, mtu: Option<u16>, lb: Option<&str>) -> String {
     let d = dir.display();
     let mtu = mtu.map_or(String::new(), |m| format!("mtu = {m}\n"));
+    let pipeline = if lb.is_some() {
+        r#"["lb", "route"]"#
+    } else {
+        r#"["route"]"#
+    };
+    let lb = lb.unwrap_or("");
     format!(
-        r#"pipeline = ["route"]
+        r#"pipeline = {pipeline}
 [eal]
 file_prefix = "{prefix}"
 memory_mb = 768
@@ -100,29 +116,10 @@ mac = "02:00:00:00:02:02"
 [[route.neighbor]]
 ip = "2001:db8:2::2"
 mac = "02:00:00:00:02:02"
+{lb}
 "#,
         prefix = file_prefix("hostile")
     )
-}
-
-/// A pcap file whose snapshot length (262,144, libpcap's most for
-/// Ethernet) lets records be longer than 65,535 bytes.
-fn write_big_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut v = Vec::new();
-    v.extend(0xa1b2_c3d4u32.to_le_bytes());
-    v.extend(2u16.to_le_bytes());
-    v.extend(4u16.to_le_bytes());
-    v.extend([0u8; 8]); // thiszone, sigfigs
-    v.extend(262_144u32.to_le_bytes());
-    v.extend(1u32.to_le_bytes()); // Ethernet
-    for (i, f) in frames.iter().enumerate() {
-        v.extend(0u32.to_le_bytes());
-        v.extend((i as u32).to_le_bytes());
-        v.extend((f.len() as u32).to_le_bytes());
-        v.extend((f.len() as u32).to_le_bytes());
-        v.extend(f);
-    }
-    std::fs::write(path, v).unwrap();
 }
 
 fn udp4(dst_mac: [u8; 6], src: [u8; 4], dst: [u8; 4], payload: usize) -> Vec<u8> {
@@ -275,11 +272,16 @@ impl Case {
     /// Runs the daemon over the case (`mtu` on both ports, or the default)
     /// and checks outputs, drops, accounting and the mempool.
     fn run(&self, mtu: Option<u16>) -> serde_json::Value {
+        self.run_with(mtu, None)
+    }
+
+    /// [`Case::run`] with `lb` in front of `route`, with services `lb`.
+    fn run_with(&self, mtu: Option<u16>, lb: Option<&str>) -> serde_json::Value {
         let dir = tempfile::tempdir().unwrap();
-        write_big_pcap(&dir.path().join("lan-in.pcap"), &self.lan_in);
-        write_big_pcap(&dir.path().join("wan-in.pcap"), &self.wan_in);
+        write_big_pcap(&dir.path().join("lan-in.pcap"), &self.lan_in).unwrap();
+        write_big_pcap(&dir.path().join("wan-in.pcap"), &self.wan_in).unwrap();
         let cfg = dir.path().join("router.toml");
-        std::fs::write(&cfg, config(dir.path(), mtu)).unwrap();
+        std::fs::write(&cfg, config(dir.path(), mtu, lb)).unwrap();
         let r = run_daemon(
             dir.path(),
             &cfg,
@@ -523,6 +525,60 @@ fn hostile_frames_default_mtu() {
         b"link-local ping",
     ));
 
+    // Sources that cannot be true (RFC 1812 5.3.7, 4.2.2.11): the lan
+    // subnet's broadcast and the wan subnet's, the router's own addresses
+    // (lan's, wan's, IPv6), forwarded or to the router (an echo from our
+    // own address is not answered): bad_address.
+    c.lan_in
+        .push(udp4(LAN_MAC, [10, 0, 1, 255], [198, 18, 1, 5], 18));
+    c.lan_in
+        .push(udp4(LAN_MAC, [10, 0, 2, 255], [198, 18, 1, 5], 18));
+    c.lan_in.push(udp4(LAN_MAC, LAN_IP, [198, 18, 1, 5], 18));
+    c.lan_in
+        .push(udp4(LAN_MAC, [10, 0, 2, 1], [198, 18, 1, 5], 18));
+    let mut ping_self = Vec::new();
+    PacketBuilder::ethernet2(HOST_MAC, LAN_MAC)
+        .ipv4(LAN_IP, LAN_IP, 64)
+        .icmpv4_echo_request(3, 3)
+        .write(&mut ping_self, b"self")
+        .unwrap();
+    c.lan_in.push(ping_self);
+    c.lan_in.push(udp6(
+        LAN_MAC,
+        v6("2001:db8:1::1"),
+        v6("2001:db8:100::5"),
+        16,
+    ));
+    c.drop("bad_address", 6);
+    // Frames from a group source MAC (broadcast, multicast), IPv4, IPv6
+    // and ARP, to us or broadcast: bad_address, whatever they carry.
+    let from = |mac: [u8; 6], mut f: Vec<u8>| {
+        f[6..12].copy_from_slice(&mac);
+        f
+    };
+    c.lan_in
+        .push(from(BCAST, udp4(LAN_MAC, HOST, [198, 18, 1, 5], 18)));
+    c.lan_in.push(from(
+        [0x33, 0x33, 0, 0, 0, 1],
+        udp6(LAN_MAC, v6("2001:db8:1::50"), v6("2001:db8:100::5"), 16),
+    ));
+    let mut arp_from_group = eth(BCAST, [0x01, 0, 0x5e, 0, 0, 1], 0x0806);
+    arp_from_group.extend(arp(1, HOST_MAC, HOST, [0; 6], LAN_IP));
+    arp_from_group.resize(60, 0);
+    c.lan_in.push(arp_from_group);
+    c.drop("bad_address", 3);
+    // ARP in another format than Ethernet/IPv4 (hardware type 6, IEEE
+    // 802; hardware address length 8): unsupported, not truncated.
+    for (at, v) in [(1, 6u8), (4, 8)] {
+        let mut f = eth(BCAST, HOST_MAC, 0x0806);
+        let mut body = arp(1, HOST_MAC, HOST, [0; 6], LAN_IP);
+        body[at] = v;
+        f.extend(body);
+        f.resize(60, 0);
+        c.lan_in.push(f);
+    }
+    c.drop("unsupported", 2);
+
     // Every truncation of the headers: IPv4 (14 + 20), VLAN-tagged IPv4
     // (18 + 20), IPv6 (14 + 40).
     cuts(&mut c, &udp4(LAN_MAC, HOST, [198, 18, 1, 50], 18), 34);
@@ -540,6 +596,86 @@ fn hostile_frames_default_mtu() {
     assert_eq!(ev("arp_reply_sent"), 1);
     assert_eq!(ev("nd_advert_sent"), 1);
     assert_eq!(ev("echo_reply_sent"), 1, "only the link-local source's");
+}
+
+/// The L2 and martian cases through `lb` then `route`: a VIP's packets in
+/// a broadcast or multicast frame are `l2_multicast`, from a group MAC,
+/// from a martian source or one that cannot be true (a subnet broadcast,
+/// the router's own address) `bad_address`, to a foreign MAC
+/// `not_for_us` — never balanced; the same packet as a plain unicast frame
+/// is balanced (IP-in-IP to its one backend, from the router's wan
+/// address: a source the router accepts from itself alone), and the
+/// balancer counts that one packet alone.
+#[test]
+fn hostile_frames_through_lb() {
+    const VIP: [u8; 4] = [198, 18, 5, 10];
+    const BACKEND: [u8; 4] = [198, 18, 1, 77];
+    let lb = "[[lb.service]]\nname = \"vip\"\nvip = \"198.18.5.10\"\nproto = \"udp\"\n\
+              port = 5000\nmethod = \"ipip\"\nsource = \"10.0.2.1\"\n\
+              [[lb.service.backend]]\naddress = \"198.18.1.77\"\n";
+    let mut c = Case::default();
+    let good = udp4(LAN_MAC, HOST, VIP, 18);
+    // The balanced packet: the outer header (TTL 64, one lower once
+    // routed; identification = the flow hash's low bits; DF as the
+    // inner's) in front of the packet as it came, to the wan gateway.
+    let inner = &good[14..];
+    let hash = dataplane::tables::lb::lb_hash_v4(
+        u32::from_be_bytes(HOST),
+        u32::from_be_bytes(VIP),
+        4000,
+        5000,
+        17,
+    );
+    let mut outer = etherparse::Ipv4Header::new(
+        inner.len() as u16,
+        63,
+        IpNumber::IPV4,
+        [10, 0, 2, 1],
+        BACKEND,
+    )
+    .unwrap();
+    outer.identification = hash as u16;
+    outer.dont_fragment = inner[6] & 0x40 != 0;
+    outer.header_checksum = outer.calc_header_checksum();
+    let mut ipip = eth(WAN_GW_MAC, WAN_MAC, 0x0800);
+    outer.write(&mut ipip).unwrap();
+    ipip.extend(inner);
+    c.wan_out.push(ipip);
+    c.lan_in.push(good.clone());
+    // Unicast IP to the VIP in broadcast and multicast frames.
+    c.lan_in.push(udp4(BCAST, HOST, VIP, 18));
+    c.lan_in.push(udp4([0x01, 0, 0x5e, 0, 0, 5], HOST, VIP, 18));
+    c.drop("l2_multicast", 2);
+    // From a group MAC; from a martian source; from sources that cannot
+    // be true.
+    let mut from_group = good.clone();
+    from_group[6] |= 1;
+    c.lan_in.push(from_group);
+    for src in [
+        [127, 0, 0, 1],
+        [0, 0, 0, 0],
+        [10, 0, 1, 255],
+        LAN_IP,
+        [10, 0, 2, 1],
+    ] {
+        c.lan_in.push(udp4(LAN_MAC, src, VIP, 18));
+    }
+    c.drop("bad_address", 6);
+    // To another station's MAC; to the lan subnet's broadcast.
+    c.lan_in.push(udp4(FOREIGN_MAC, HOST, VIP, 18));
+    c.drop("not_for_us", 1);
+    c.lan_in.push(udp4(BCAST, HOST, [10, 0, 1, 255], 18));
+    c.drop("broadcast", 1);
+    let report = c.run_with(None, Some(lb));
+    assert_eq!(report["originated_total"], 0);
+    // `route` would drop a balanced packet of those frames too (its outer
+    // frame is the inner's): only the balancer's books tell that it left
+    // them alone, one packet and one flow (the unicast one) seen.
+    let lb = &report["stages"]["lb"];
+    let vip = &lb["services"][0]["counters"];
+    assert_eq!(vip["packets"], 1, "{vip:#}");
+    assert_eq!(vip["new_flows"], 1, "{vip:#}");
+    assert_eq!(lb["conntrack"]["entries"], 1, "{lb:#}");
 }
 
 /// `mtu = 9000` on both ports, `data_room` unset: sized from it, so

@@ -2,8 +2,16 @@
 //! addresses (source = output port's MAC, destination = the station on the
 //! other end of the output link), like DPDK's l2fwd.
 //!
+//! It does not parse, and sends frames as received, chains included (a
+//! PMD's frame larger than one mbuf), but one whose length disagrees with
+//! its segments (`pkt_len` against their sum, `nb_segs` against their
+//! number: net_pcap makes such chains of records over 65,535 bytes, and
+//! its own TX crashed on one) is dropped as `bad_total_len`, as `parse`
+//! drops it. A single-segment frame pays one compare for it.
+//!
 //! Meta: reads `in_port`, `verdict`; sets `verdict` (`Tx(out)`, or
-//! `Drop(no_output)` for an unpaired port, `Drop(truncated)` for a runt).
+//! `Drop(no_output)` for an unpaired port, `Drop(truncated)` for a runt,
+//! `Drop(bad_total_len)` for a broken chain).
 use super::tx::FastTx;
 use super::{DropReason, Lane, MetaBurst, PacketBuf, StageCtx, StageOps, StageSpec, Verdict};
 use crate::burst::Burst;
@@ -61,11 +69,11 @@ impl Forward {
     }
 
     /// The whole-burst fast path (`Pipeline::run_and_dispatch`): when the
-    /// input port has an output and every frame holds an Ethernet header,
-    /// rewrites them all and returns the output port, without touching the
-    /// metadata. Otherwise `None`, and the caller runs [`Forward::process`]
-    /// (frames before the runt are rewritten already; `process` writes the
-    /// same bytes again).
+    /// input port has an output and every frame holds an Ethernet header
+    /// and is no broken chain ([`sendable`]), rewrites them all and returns
+    /// the output port, without touching the metadata. Otherwise `None`,
+    /// and the caller runs [`Forward::process`] (frames before the runt
+    /// are rewritten already; `process` writes the same bytes again).
     #[inline]
     pub fn process_whole<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
         let n = pkts.len();
@@ -75,8 +83,11 @@ impl Forward {
         // No prefetch, as in the fused route pass (`route::begin_fused`):
         // one in-order sweep over frames the PMD has just written.
         for slot in slots.iter_mut() {
-            let l2 = slot.as_mut()?.data_mut().get_mut(..14)?;
-            l2[..12].copy_from_slice(&hdr);
+            let p = slot.as_mut()?;
+            if sendable(p).is_err() {
+                return None;
+            }
+            p.data_mut()[..12].copy_from_slice(&hdr);
         }
         Some(out)
     }
@@ -109,15 +120,30 @@ impl Forward {
             let Some(pkt) = slots[i].as_mut() else {
                 continue;
             };
-            let data = pkt.data_mut();
-            if data.len() < 14 {
-                m.verdict = Verdict::Drop(DropReason::Truncated);
+            if let Err(reason) = sendable(pkt) {
+                m.verdict = Verdict::Drop(reason);
                 continue;
             }
-            data[..12].copy_from_slice(&hdr);
+            pkt.data_mut()[..12].copy_from_slice(&hdr);
             m.verdict = Verdict::Tx(out);
         }
     }
+}
+
+/// Whether `pkt` may be sent as it is: it holds an Ethernet header
+/// (`truncated` if not) and, when chained, its length agrees with its
+/// segments (`bad_total_len` if not: see the module doc). A single segment
+/// costs the one compare of its two lengths.
+#[inline(always)]
+fn sendable<P: PacketBuf>(pkt: &P) -> Result<(), DropReason> {
+    let seg = pkt.data().len();
+    if seg < 14 {
+        return Err(DropReason::Truncated);
+    }
+    if pkt.pkt_len() != seg && !pkt.chain_ok() {
+        return Err(DropReason::BadTotalLen);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -226,6 +252,44 @@ mod tests {
                 "in_port {in_port}, {} frames",
                 frames.len()
             );
+        }
+    }
+
+    /// A chain whose length disagrees with its segments is `bad_total_len`,
+    /// on the whole-burst shortcut and through `process` alike; a sound
+    /// chain and single segments beside it are sent as they are.
+    #[test]
+    fn broken_chains_are_dropped() {
+        let mut big = vec![7u8; 2048];
+        big[12] = 0x08;
+        let frames = vec![
+            frame(1),
+            VecPacket::broken_chain(big.clone(), 4000),
+            VecPacket::chained(big.clone(), 4000),
+            frame(2),
+        ];
+        let c = WorkerCounters::default();
+        for shortcut in [true, false] {
+            let mut p = pipeline();
+            let mut b = Burst::<VecPacket>::new();
+            for f in &frames {
+                b.push(f.clone()).unwrap();
+            }
+            let mut meta = new_meta_burst();
+            let mut out = Collect::default();
+            let ctx = StageCtx::test(&c);
+            if shortcut {
+                p.run_and_dispatch(&mut b, &mut meta, 0, &ctx, &mut out, MAX_STAGES);
+            } else {
+                p.run(&mut b, &mut meta, 0, &ctx);
+                dispatch(&mut b, &meta, &mut out);
+            }
+            let reasons: Vec<DropReason> = out.dropped.iter().map(|(r, _)| *r).collect();
+            assert_eq!(reasons, [DropReason::BadTotalLen], "shortcut {shortcut}");
+            assert!(out.dropped[0].1.broken);
+            let sent: Vec<usize> = out.sent.iter().map(|(_, p)| p.pkt_len()).collect();
+            assert_eq!(sent, [60, 6048, 60], "shortcut {shortcut}");
+            assert!(out.sent.iter().all(|(port, _)| *port == 1));
         }
     }
 

@@ -46,6 +46,12 @@ pub struct Lane {
     pub dst: [u32; BURST_SIZE],
     /// Plain packets' flow keys, by slot (written only when `early`).
     pub keys: [FlowKeyV4; BURST_SIZE],
+    /// Bit `i`: slot `i` holds a packet the router built itself, plain or
+    /// not (an `lb` encapsulation): its source is the router's own by
+    /// design, which `route` accepts from it alone (it drops received
+    /// packets with such sources: `martians::Martians`). Cleared for
+    /// every burst.
+    pub built: u32,
 }
 
 impl Default for Lane {
@@ -58,6 +64,7 @@ impl Default for Lane {
             src: [0; BURST_SIZE],
             dst: [0; BURST_SIZE],
             keys: [FlowKeyV4::default(); BURST_SIZE],
+            built: 0,
         }
     }
 }
@@ -97,6 +104,7 @@ impl Lane {
         let parse = &{ self.parse };
         self.in_port = in_port;
         self.early = early;
+        self.built = 0;
         // Compiled once per setting: no packet tests them.
         self.plain = match (parse.verify_checksum, parse.l4, early) {
             (true, false, false) => self.sweep_as::<P, true, false, false>(parse, pkts, meta),

@@ -101,15 +101,11 @@ pub fn arp<P: PacketBuf>(pkt: &mut P, m: &Meta, r: &Routing, ctx: &StageCtx) -> 
         return Verdict::Drop(DropReason::NoOutput);
     };
     let l3 = m.l3_off as usize;
-    let repr = {
-        let data = pkt.data();
-        let Ok(a) = ArpPacket::new_checked(&data[l3..]) else {
-            return Verdict::Drop(DropReason::Truncated);
-        };
-        match ArpRepr::parse(&a) {
-            Ok(r) => r,
-            Err(_) => return Verdict::Drop(DropReason::Unsupported),
-        }
+    // Another format than Ethernet/IPv4 is `unsupported`, one cut short
+    // `truncated` (`ArpPacket::check_len`).
+    let repr = match ArpRepr::parse(&ArpPacket::new_unchecked(&pkt.data()[l3..])) {
+        Ok(r) => r,
+        Err(e) => return Verdict::Drop(super::parse::drop_reason(e)),
     };
     // Learn from any ARP whose sender is on the link (gratuitous included);
     // a sender that cannot be a neighbour is not answered either.

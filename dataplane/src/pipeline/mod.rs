@@ -422,6 +422,7 @@ impl Pipeline {
                 self.lane.parse.port_mac = port_mac;
                 self.lane.in_port = in_port;
                 self.lane.plain = 0;
+                self.lane.built = 0;
                 self.lane.early = true;
                 0
             }

@@ -68,6 +68,10 @@ pub struct VecPacket {
     /// The `(l2_len, l3_len)` of a TX checksum request, as an mbuf keeps it
     /// for the port; [`VecPacket::transmitted`] plays the device's part.
     pub ipv4_checksum_request: Option<(u8, u8)>,
+    /// A chain whose length disagrees with its segments
+    /// ([`PacketBuf::chain_ok`] is false), as net_pcap makes of records
+    /// over 65,535 bytes.
+    pub broken: bool,
 }
 
 /// Largest packet a `VecPacket` may grow to (an mbuf's default data room).
@@ -82,6 +86,7 @@ impl VecPacket {
             headroom: VEC_PACKET_HEADROOM,
             more: 0,
             ipv4_checksum_request: None,
+            broken: false,
         }
     }
 
@@ -91,6 +96,15 @@ impl VecPacket {
         VecPacket {
             more,
             ..VecPacket::new(first)
+        }
+    }
+
+    /// A chain as [`VecPacket::chained`] whose length disagrees with its
+    /// segments ([`VecPacket::broken`]).
+    pub fn broken_chain(first: impl Into<Vec<u8>>, more: u16) -> Self {
+        VecPacket {
+            broken: true,
+            ..VecPacket::chained(first, more)
         }
     }
 
@@ -124,13 +138,17 @@ impl PacketBuf for VecPacket {
     fn pkt_len(&self) -> usize {
         self.bytes.len() + usize::from(self.more)
     }
+    fn chain_ok(&self) -> bool {
+        !self.broken
+    }
     fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
         self.ipv4_checksum_request = Some((l2_len, l3_len));
     }
     fn resize(&mut self, len: usize) -> bool {
         if self.more != 0 {
-            // A chain: shrinks only, as an mbuf chain does.
-            if len > self.pkt_len() {
+            // A chain: shrinks only, as an mbuf chain does, and not at all
+            // when broken (`Mbuf::truncate`).
+            if len > self.pkt_len() || self.broken {
                 return false;
             }
             if len <= self.bytes.len() {

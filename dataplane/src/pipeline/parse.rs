@@ -13,6 +13,9 @@
 //!   default; a router forwards only what is addressed to it). Broadcast
 //!   and multicast frames are parsed and flagged `L2_MULTICAST`; `route`
 //!   drops those that carry a unicast IP destination (`l2_multicast`).
+//! - **L2 source**: a frame from a group (broadcast or multicast) MAC is
+//!   dropped as `bad_address`, whatever it holds: no station sends from
+//!   one. On the lane it is the same masked compare as the destination's.
 //! - **Frame length vs IP length**: a frame longer than its IP packet
 //!   (Ethernet padding, or anything else after it) is trimmed to the IP
 //!   packet, as Linux does, so no trailing byte is forwarded and the MTU
@@ -86,11 +89,24 @@ pub const fn mac_word(mac: [u8; 6]) -> u64 {
     u64::from_le_bytes([mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], 0, 0])
 }
 
+/// The group bit of a frame's source MAC (its byte 6) in the frame's first
+/// eight bytes read as a little-endian `u64`.
+const SRC_GROUP_BIT: u64 = 1 << 48;
+
 /// A frame's destination MAC as a [`mac_word`]; the frame has at least 8 bytes.
 #[inline(always)]
 fn dst_word(data: &[u8]) -> u64 {
     let w: [u8; 8] = data[..8].try_into().expect("8 bytes");
     u64::from_le_bytes(w) & MAC_MASK
+}
+
+/// [`dst_word`] with the source MAC's group bit ([`SRC_GROUP_BIT`]): equal
+/// to a port's [`mac_word`] exactly when the frame is to that (unicast)
+/// MAC from a unicast source.
+#[inline(always)]
+fn l2_word(data: &[u8]) -> u64 {
+    let w: [u8; 8] = data[..8].try_into().expect("8 bytes");
+    u64::from_le_bytes(w) & (MAC_MASK | SRC_GROUP_BIT)
 }
 
 impl Parse {
@@ -332,9 +348,11 @@ impl Parse {
         l4: bool,
     ) -> Option<(FastV4, FlowKeyV4)> {
         let hdr: &[u8; 34] = data.get(..34)?.try_into().ok()?;
-        // The L2 rule: to our port's (unicast) MAC, one masked load; a
-        // broadcast, multicast or foreign destination takes the general walk.
-        if dst_word(hdr) != port_mac {
+        // The L2 rules: to our port's (unicast) MAC, from a unicast one, in
+        // one masked load and compare (the source's group bit is bit 48 of
+        // the load, and 0 in `port_mac`); a broadcast, multicast or foreign
+        // destination, or a group source, takes the general walk.
+        if l2_word(hdr) != port_mac {
             return None;
         }
         // Plain: untagged IPv4 without options, the frame exactly the IP
@@ -386,11 +404,16 @@ impl Parse {
         if data.len() < wire::ethernet::HEADER_LEN {
             return Err(DropReason::Truncated);
         }
-        // The L2 rule first: what is not for us is not looked at.
+        // The L2 rules first: what is not for us is not looked at; no
+        // station sends from a group address (IEEE 802: the bit is the
+        // destination's), so such a frame is a forgery or a loop.
         if data[0] & 1 != 0 {
             m.flags |= flags::L2_MULTICAST;
         } else if dst_word(data) != self.port_mac {
             return Err(DropReason::NotForUs);
+        }
+        if data[6] & 1 != 0 {
+            return Err(DropReason::BadAddress);
         }
         let l2 = wire::l3_offset(data).map_err(drop_reason)?;
         let chained = len != data.len();
@@ -762,10 +785,10 @@ mod tests {
             assert_eq!(r, Ok(()), "{group:02x?}");
             assert_ne!(m.flags & flags::L2_MULTICAST, 0);
         }
-        // The check is on the destination's six bytes only: the source's
-        // first two (in the same 8-byte load) do not matter.
+        // Of the source's first two bytes (in the same 8-byte load) only
+        // the group bit matters (`l2_source`).
         let mut f = ok.clone();
-        f[6] = 0xff;
+        f[6] = 0xfe;
         f[7] = 0xee;
         assert!(p.fast_v4(&f, f.len()).is_some());
         // Shorter than an Ethernet header: truncated, whatever the MAC.
@@ -773,6 +796,58 @@ mod tests {
             parse(&frame_to([2, 0, 0, 0, 0, 3])[..13]).0,
             Err(DropReason::Truncated)
         );
+    }
+
+    /// The L2 source rule: a frame from a group MAC (broadcast, IPv4 or
+    /// IPv6 multicast, any address with the group bit) is `bad_address`,
+    /// to our MAC or to a group, IPv4, IPv6 or ARP, and never plain; a
+    /// frame to another station stays `not_for_us`.
+    #[test]
+    fn l2_source() {
+        let p = ours();
+        for group in [
+            [0xff; 6],
+            [0x01, 0x00, 0x5e, 0, 0, 5],
+            [0x33, 0x33, 0, 0, 0, 1],
+            [0x03, 0, 0, 0, 0, 0],
+        ] {
+            for dst in [US, [0xff; 6]] {
+                let mut f = frame_to(dst);
+                f[6..12].copy_from_slice(&group);
+                assert!(p.fast_v4(&f, f.len()).is_none(), "{group:02x?}");
+                assert_eq!(parse(&f).0, Err(DropReason::BadAddress), "{group:02x?}");
+                let mut arp = dst.to_vec();
+                arp.extend(group);
+                arp.extend([0x08, 0x06]);
+                arp.extend([0u8; 28]);
+                assert_eq!(parse(&arp).0, Err(DropReason::BadAddress), "ARP");
+            }
+            let mut f = frame_to([2, 0, 0, 0, 0, 3]);
+            f[6..12].copy_from_slice(&group);
+            assert_eq!(parse(&f).0, Err(DropReason::NotForUs));
+        }
+        let mut v6 = Vec::new();
+        PacketBuilder::ethernet2([0x01, 0, 0x5e, 0, 0, 9], US)
+            .ipv6(
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                [0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                9,
+            )
+            .udp(1, 2)
+            .write(&mut v6, &[5; 3])
+            .unwrap();
+        assert_eq!(parse(&v6).0, Err(DropReason::BadAddress));
+        // Unicast sources, locally administered or not, parse.
+        for src in [
+            [0x02, 0, 0, 0, 0, 1],
+            [0x00, 0x1b, 0x21, 1, 2, 3],
+            [0xfe; 6],
+        ] {
+            let mut f = frame_to(US);
+            f[6..12].copy_from_slice(&src);
+            assert!(p.fast_v4(&f, f.len()).is_some(), "{src:02x?}");
+            assert_eq!(parse(&f).0, Ok(()));
+        }
     }
 
     /// Frame length against IP length: padding is trimmed by the parse

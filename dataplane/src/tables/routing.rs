@@ -25,6 +25,7 @@ use super::prefix::{mask4, mask6};
 use super::route::{Route4, Route6, RouteConfig, RouteTable};
 use super::Prefix;
 use crate::dpdk::DpdkError;
+use crate::pipeline::route::martians::Martians;
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -213,6 +214,11 @@ pub struct Routing {
     /// The config's static neighbours: what ARP and NDP say never replaces
     /// them (as Linux's permanent entries).
     static_neighbors: HashSet<NeighborKey>,
+    /// The martian checks' tables: RFC 1812's, and the sources no received
+    /// packet can truly have (our addresses, our subnets' broadcasts),
+    /// built from `ports`. The route stage drops such packets, and `lb`
+    /// leaves them to it.
+    pub martians: Arc<Martians>,
 }
 
 /// What [`Routing::learn_from_wire`] made of a neighbour an ARP or NDP
@@ -463,6 +469,7 @@ impl Routing {
             }
         }
         let routing = Routing {
+            martians: Arc::new(Martians::new(&ports)),
             v4,
             v6,
             nexthops: b.nexthops,

@@ -50,15 +50,17 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         ArpPacket { buffer }
     }
 
-    /// Wraps `buffer`, checking its length and address sizes.
+    /// Wraps `buffer`, checking its format and length.
     ///
     /// # Errors
-    /// - [`Error::Truncated`] if the buffer is shorter than 8 bytes (the fixed
-    ///   part) or than [`HEADER_LEN`].
-    /// - [`Error::Unsupported`] if hlen != 6 or plen != 4.
-    ///
-    /// The hardware and protocol types are not checked here
-    /// ([`ArpRepr::parse`] does).
+    /// - [`Error::Truncated`] if the buffer is shorter than 8 bytes (the
+    ///   fixed part, which says the format).
+    /// - [`Error::Unsupported`] if the format is not Ethernet/IPv4 (htype
+    ///   != 1, ptype != IPv4, hlen != 6 or plen != 4), whatever the
+    ///   buffer's length: another format's length is not this view's to
+    ///   judge.
+    /// - [`Error::Truncated`] if an Ethernet/IPv4 packet is shorter than
+    ///   [`HEADER_LEN`].
     #[inline]
     pub fn new_checked(buffer: T) -> Result<Self> {
         let p = Self::new_unchecked(buffer);
@@ -73,7 +75,11 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         if d.len() < field::OPER.end {
             return Err(Error::Truncated);
         }
-        if d[field::HLEN] != 6 || d[field::PLEN] != 4 {
+        if be16(&d[field::HTYPE]) != HTYPE_ETHERNET
+            || be16(&d[field::PTYPE]) != u16::from(EtherType::Ipv4)
+            || d[field::HLEN] != 6
+            || d[field::PLEN] != 4
+        {
             return Err(Error::Unsupported);
         }
         if d.len() < HEADER_LEN {
@@ -237,14 +243,11 @@ impl ArpRepr {
     /// Reads an Ethernet/IPv4 ARP packet.
     ///
     /// # Errors
-    /// - Those of [`ArpPacket::check_len`] (for unchecked views).
-    /// - [`Error::Unsupported`] if htype is not Ethernet or ptype not IPv4.
+    /// Those of [`ArpPacket::check_len`] (for unchecked views): another
+    /// format than Ethernet/IPv4 is [`Error::Unsupported`].
     #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &ArpPacket<T>) -> Result<Self> {
         p.check_len()?;
-        if p.htype() != HTYPE_ETHERNET || p.ptype() != EtherType::Ipv4 {
-            return Err(Error::Unsupported);
-        }
         Ok(ArpRepr {
             operation: p.oper(),
             sender_mac: p.sha(),
@@ -339,19 +342,29 @@ mod tests {
         );
     }
 
+    /// Another format (hardware type, protocol type, address lengths) is
+    /// unsupported, also when shorter than an Ethernet/IPv4 packet (its
+    /// length is its own format's); a short Ethernet/IPv4 one is truncated.
     #[test]
-    fn repr_rejects_non_ethernet_ipv4() {
-        let mut p = REQUEST;
-        p[1] = 6; // IEEE 802
+    fn rejects_other_formats_whatever_their_length() {
+        for (at, v) in [(1, 6), (0, 1), (2, 0x86), (3, 0x01), (4, 8), (5, 16)] {
+            let mut p = REQUEST;
+            p[at] = v;
+            for n in [8, 20, 27, 28] {
+                assert_eq!(
+                    ArpPacket::new_checked(&p[..n]).unwrap_err(),
+                    Error::Unsupported,
+                    "byte {at} = {v}, {n} bytes"
+                );
+                assert_eq!(
+                    ArpRepr::parse(&ArpPacket::new_unchecked(&p[..n])).unwrap_err(),
+                    Error::Unsupported
+                );
+            }
+        }
         assert_eq!(
-            ArpRepr::parse(&ArpPacket::new_checked(&p[..]).unwrap()).unwrap_err(),
-            Error::Unsupported
-        );
-        let mut p = REQUEST;
-        p[2..4].copy_from_slice(&[0x86, 0xdd]);
-        assert_eq!(
-            ArpRepr::parse(&ArpPacket::new_checked(&p[..]).unwrap()).unwrap_err(),
-            Error::Unsupported
+            ArpPacket::new_checked(&REQUEST[..27]).unwrap_err(),
+            Error::Truncated
         );
     }
 

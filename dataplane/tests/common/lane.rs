@@ -535,11 +535,13 @@ pub fn generated(args: &[&str]) -> Vec<Vec<u8>> {
 
 /// Random bursts of frames aimed at every kind of route (gateway,
 /// unresolved gateway, ECMP, connected, local, subnet broadcast, no route,
-/// a load-balanced service),
+/// a load-balanced service), from hosts, martian sources and sources that
+/// cannot be true (the router's own addresses, its subnets' broadcasts),
 /// with random TTLs, lengths, byte flips and truncations, to the input
-/// port's MAC or not (the other port's, broadcast, multicast), padded past
-/// their IP length or not, and some as chains (their IP packet in the first
-/// segment or running past it); with the input port.
+/// port's MAC or not (the other port's, broadcast, multicast), some from a
+/// group MAC, padded past their IP length or not, and some as chains
+/// (their IP packet in the first segment or running past it, or a broken
+/// chain); with the input port.
 pub fn mutated_bursts() -> impl Strategy<Value = (Vec<VecPacket>, u16)> {
     let pkt = (
         prop::sample::select(
@@ -568,8 +570,14 @@ pub fn mutated_bursts() -> impl Strategy<Value = (Vec<VecPacket>, u16)> {
             &[
                 [10u8, 0, 1, 5],
                 [10, 0, 2, 5],
+                [10, 0, 1, 5],
+                [10, 0, 2, 5],
                 [127, 0, 0, 1],
                 [240, 0, 0, 1],
+                [10, 0, 1, 1],
+                [10, 0, 2, 1],
+                [10, 0, 3, 255],
+                [10, 0, 2, 255],
             ][..],
         ),
         prop_oneof![Just(64u8), 0u8..3],
@@ -578,40 +586,53 @@ pub fn mutated_bursts() -> impl Strategy<Value = (Vec<VecPacket>, u16)> {
         prop::option::weighted(0.1, 0usize..60),
         prop_oneof![6 => Just(0u8), 1 => 1u8..4],
         prop::option::weighted(0.15, 1usize..200),
-        prop::option::weighted(0.1, (0usize..1600, 1u16..4000)),
+        prop::option::weighted(0.1, (0usize..1600, 1u16..4000, prop::bool::weighted(0.2))),
+        prop::bool::weighted(0.05),
     );
     (prop::collection::vec(pkt, 1..=32), 0u16..2).prop_map(|(pkts, in_port)| {
         let frames = pkts
             .into_iter()
-            .map(|(dst, src, ttl, len, flips, cut, to, pad, chain)| {
-                let mac = match to {
-                    0 => PORT_MAC[usize::from(in_port)],
-                    1 => PORT_MAC[usize::from(1 - in_port)],
-                    2 => [0xff; 6],
-                    _ => [0x01, 0, 0x5e, 0, 0, 5],
-                };
-                let mut f = udp4_to(mac, src, dst, ttl, len);
-                if let Some(n) = pad {
-                    f.resize(f.len() + n, 0xee);
-                }
-                for (at, x) in flips {
-                    if at < f.len() {
-                        f[at] ^= x;
+            .map(
+                |(dst, src, ttl, len, flips, cut, to, pad, chain, group_src)| {
+                    let mac = match to {
+                        0 => PORT_MAC[usize::from(in_port)],
+                        1 => PORT_MAC[usize::from(1 - in_port)],
+                        2 => [0xff; 6],
+                        _ => [0x01, 0, 0x5e, 0, 0, 5],
+                    };
+                    let mut f = udp4_to(mac, src, dst, ttl, len);
+                    if group_src {
+                        f[6] |= 1;
                     }
-                }
-                if let Some(c) = cut {
-                    f.truncate(c.min(f.len()));
-                }
-                match chain {
-                    // A first segment of `first` bytes, `more` after it.
-                    Some((first, more)) if first < f.len() => {
-                        f.truncate(first);
-                        VecPacket::chained(f, more)
+                    if let Some(n) = pad {
+                        f.resize(f.len() + n, 0xee);
                     }
-                    Some((_, more)) => VecPacket::chained(f, more),
-                    None => VecPacket::new(f),
-                }
-            })
+                    for (at, x) in flips {
+                        if at < f.len() {
+                            f[at] ^= x;
+                        }
+                    }
+                    if let Some(c) = cut {
+                        f.truncate(c.min(f.len()));
+                    }
+                    let chained = |f: Vec<u8>, more, broken| {
+                        if broken {
+                            VecPacket::broken_chain(f, more)
+                        } else {
+                            VecPacket::chained(f, more)
+                        }
+                    };
+                    match chain {
+                        // A first segment of `first` bytes, `more` after it.
+                        Some((first, more, broken)) if first < f.len() => {
+                            f.truncate(first);
+                            chained(f, more, broken)
+                        }
+                        Some((_, more, broken)) => chained(f, more, broken),
+                        None => VecPacket::new(f),
+                    }
+                },
+            )
             .collect();
         (frames, in_port)
     })

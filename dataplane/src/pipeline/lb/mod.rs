@@ -43,7 +43,7 @@ pub mod icmp;
 mod plain;
 
 use super::parse::{fragment_v4, fragment_v6};
-use super::route::martians::{v4_martian, v6_martian, v6_scope_martian};
+use super::route::martians::{v4_martian, v6_martian, v6_scope_martian, Martians};
 use super::tx::FastTx;
 use super::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCounters, StageCtx, StageOps,
@@ -86,6 +86,9 @@ struct LbState {
     limiter: IcmpLimiter,
     /// The plain path's per-packet scratch ([`plain::Side`]).
     side: plain::Side,
+    /// The route tables' sources that cannot be true, to leave such
+    /// packets to `route` ([`martian_source`]).
+    own: Arc<Martians>,
 }
 
 /// What the stage itself reports (its tables' counters are the snapshot's).
@@ -117,8 +120,9 @@ struct Flow {
 impl LbStage {
     /// Worker `worker`'s stage over `tables`, tracking up to
     /// `tables.spec.conntrack_capacity` connections (allocated here, on the
-    /// control thread).
-    pub fn new(tables: Arc<LbTables>, worker: usize) -> Result<Self, String> {
+    /// control thread); `own`: the route tables' sources that cannot be
+    /// true ([`crate::tables::routing::Routing::martians`]).
+    pub fn new(tables: Arc<LbTables>, own: Arc<Martians>, worker: usize) -> Result<Self, String> {
         let spec = &tables.spec;
         let conn = ConnTable::new(spec.conntrack_capacity, timeouts(spec, 0))
             .map_err(|e| e.to_string())?;
@@ -130,6 +134,7 @@ impl LbStage {
                 limiter: IcmpLimiter::new(spec.icmp_rate, spec.icmp_rate.clamp(1, 100)),
                 conn,
                 side: plain::Side::default(),
+                own,
             },
             tables,
             worker,
@@ -205,6 +210,11 @@ impl StageOps for LbStage {
         if let Some(t) = &set.lb {
             self.rebind_lb(t);
         }
+        if let Some(r) = &set.routing {
+            if !Arc::ptr_eq(&self.st.own, &r.martians) {
+                self.st.own = r.martians.clone();
+            }
+        }
     }
 
     fn counters(&self) -> Option<Arc<dyn StageCounters>> {
@@ -262,7 +272,7 @@ impl LbState {
     ) {
         let k = lane.keys[i];
         let (src, dst) = (lane.src[i], lane.dst[i]);
-        if v4_martian(src, dst).is_some() {
+        if v4_martian(&self.own, src, dst).is_some() {
             return; // `route` drops it (`bad_address`)
         }
         let proto = k.head as u8;
@@ -327,8 +337,10 @@ impl LbState {
             t.vip4_range(m.key.dst_v4())
         };
         let Some(r) = r else { return };
-        if martian_source(m, v6) {
-            return; // `route` drops it (`bad_address`)
+        // What `route` drops: unicast IP in a link-layer broadcast or
+        // multicast frame (`l2_multicast`), a martian source (`bad_address`).
+        if m.flags & meta_flags::L2_MULTICAST != 0 || martian_source(&self.own, m, v6) {
+            return;
         }
         let proto = m.key.proto;
         let nonfirst = m.flags & meta_flags::FRAGMENT != 0;
@@ -559,6 +571,8 @@ impl LbState {
                     lane.set_verdict(m, i, Verdict::Drop(DropReason::TooBig));
                     return;
                 }
+                // Its outer source is ours to choose (`Lane::built`).
+                lane.built |= 1 << i;
                 if plain {
                     // Still plain: the outer header is untagged IPv4
                     // without options; the lane holds its fields now.
@@ -582,6 +596,7 @@ impl LbState {
                     lane.set_verdict(m, i, Verdict::Drop(DropReason::TooBig));
                     return;
                 }
+                lane.built |= 1 << i;
                 reparse(p, m, lane);
             }
             // The config refuses mixed families.
@@ -643,14 +658,15 @@ fn fragment_ports(
     }
 }
 
-/// A source `route` would refuse to forward from (`bad_address`): the lb
-/// leaves such a packet to it rather than hand it to a backend.
-fn martian_source(m: &Meta, v6: bool) -> bool {
+/// A source `route` would refuse to forward from (`bad_address`; `own`:
+/// the route tables' sources that cannot be true): the lb leaves such a
+/// packet to it rather than hand it to a backend.
+fn martian_source(own: &Martians, m: &Meta, v6: bool) -> bool {
     if v6 {
-        v6_martian(Ipv6Addr::from(m.key.src), Ipv6Addr::from(m.key.dst))
+        v6_martian(own, Ipv6Addr::from(m.key.src), Ipv6Addr::from(m.key.dst))
             || v6_scope_martian(&m.key.src, &m.key.dst)
     } else {
-        v4_martian(m.key.src_v4(), m.key.dst_v4()).is_some()
+        v4_martian(own, m.key.src_v4(), m.key.dst_v4()).is_some()
     }
 }
 

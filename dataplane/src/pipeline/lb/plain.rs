@@ -137,7 +137,7 @@ impl LbState {
                 .map_or(0x3fff, |f| u16::from_be_bytes([f[0], f[1]]) & 0x3fff);
             // A later fragment has no ports to find its service by, and a
             // martian source is `route`'s to drop: the general code.
-            if frag_bits & 0x1fff != 0 || v4_martian(lane.src[i], dst).is_some() {
+            if frag_bits & 0x1fff != 0 || v4_martian(&self.own, lane.src[i], dst).is_some() {
                 others |= bit;
                 continue;
             }
@@ -268,7 +268,9 @@ impl LbState {
             return;
         }
         // Still plain: the outer header is untagged IPv4 without options;
-        // the lane holds its fields now.
+        // the lane holds its fields now, and its source is ours to choose
+        // (`Lane::built`).
+        lane.built |= 1 << i;
         lane.src[i] = u32::from_be(be.addrs as u32);
         lane.dst[i] = u32::from_be((be.addrs >> 32) as u32);
         lane.keys[i] = FlowKeyV4 {

@@ -1,7 +1,7 @@
 //! The route stage's lookup queue: the burst's packets sorted out per family
 //! (martians dropped, ARP and IPv6 multicast sent to local delivery) and
 //! their destinations gathered for one bulk lookup per family.
-use super::martians::{v4_martian, v6_martian};
+use super::martians::{v4_martian, v6_martian, Martians};
 use crate::burst::{Burst, BURST_SIZE};
 use crate::pipeline::local;
 use crate::pipeline::parse::FastV4;
@@ -45,11 +45,20 @@ impl Lookups {
     }
 
     /// A plain IPv4 packet (slot `i`, header fields `h`, `Meta` not filled):
-    /// dropped here if its addresses are martian, else queued for the
-    /// lookup. Its bit in the fast-path mask (0 when dropped).
+    /// dropped here if its addresses are martian (`own`: the route's
+    /// `Martians`, or `Martians::none` for a packet the router built),
+    /// else queued for the lookup. Its bit in the fast-path mask (0 when
+    /// dropped).
     #[inline(always)]
-    pub(super) fn push_plain_v4(&mut self, h: FastV4, m: &mut Meta, i: usize, in_port: u16) -> u32 {
-        if let Some(reason) = v4_martian(h.src, h.dst) {
+    pub(super) fn push_plain_v4(
+        &mut self,
+        own: &Martians,
+        h: FastV4,
+        m: &mut Meta,
+        i: usize,
+        in_port: u16,
+    ) -> u32 {
+        if let Some(reason) = v4_martian(own, h.src, h.dst) {
             // Decided here: its `Meta` gets what every decided packet's has.
             m.verdict = Verdict::Drop(reason);
             m.in_port = in_port;
@@ -66,6 +75,7 @@ impl Lookups {
     pub(super) fn classify<P: PacketBuf>(
         &mut self,
         r: &Routing,
+        own: &Martians,
         pkts: &mut Burst<P>,
         m: &mut Meta,
         i: usize,
@@ -77,7 +87,7 @@ impl Lookups {
         match m.l3 {
             L3::Ipv4 => {
                 let dst = m.key.dst_v4();
-                if let Some(reason) = v4_martian(m.key.src_v4(), dst) {
+                if let Some(reason) = v4_martian(own, m.key.src_v4(), dst) {
                     m.verdict = Verdict::Drop(reason);
                 } else {
                     self.push_v4(dst, i);
@@ -85,7 +95,7 @@ impl Lookups {
             }
             L3::Ipv6 => {
                 let dst = Ipv6Addr::from(m.key.dst);
-                if v6_martian(Ipv6Addr::from(m.key.src), dst) {
+                if v6_martian(own, Ipv6Addr::from(m.key.src), dst) {
                     m.verdict = Verdict::Drop(DropReason::BadAddress);
                 } else if dst.is_multicast() {
                     // Neighbour discovery to solicited-node groups etc.

@@ -5,7 +5,9 @@
 //!
 //! RFC 1812 checks (version, IHL, lengths, header checksum), the L2
 //! destination and the frame's trimming to its IP length were done by
-//! `parse`; here: martian addresses (`bad_address`), unicast IP received
+//! `parse`; here: martian addresses and sources that cannot be true (the
+//! router's own addresses, its subnets' broadcasts: `bad_address`, but
+//! from packets the router built itself, [`Lane::built`]), unicast IP received
 //! as a link-layer broadcast or multicast (`l2_multicast`), subnet and
 //! limited broadcasts (`broadcast`: a /32 route to a `Broadcast` next hop
 //! for each connected subnet's, so the lookup finds them), IPv6 link-local
@@ -55,7 +57,7 @@ use crate::tables::set::TableSet;
 use crate::tables::{raw_value, RouteLookup, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
-use martians::{v4_martian, v6_scope_martian};
+use martians::{v4_martian, v4_suspect, v6_scope_martian, Martians};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -167,9 +169,13 @@ impl RouteStage {
             // let it all through): with no martian among them,
             // the lane's destinations are the lookup's addresses as they
             // stand, in slot order.
-            let martians = (0..n).fold(0u32, |m, i| {
-                m | u32::from(v4_martian(lane.src[i], lane.dst[i]).is_some()) << i
-            });
+            // Packets the router built (`lb`'s) are no received ones: they
+            // may come from its own addresses (a branch per burst).
+            let martians = if lane.built == 0 {
+                martian_mask(&r.martians, lane, n, 0)
+            } else {
+                martian_mask(&r.martians, lane, n, lane.built)
+            };
             if martians == 0 {
                 lane.plain = 0;
                 let parse = lane.parse;
@@ -178,14 +184,16 @@ impl RouteStage {
                 return;
             }
             for (i, m) in meta[..n].iter_mut().enumerate() {
-                fast |= look.push_plain_v4(lane.v4(i), m, i, lane.in_port);
+                let own = r.martians.for_slot(lane.built, i);
+                fast |= look.push_plain_v4(own, lane.v4(i), m, i, lane.in_port);
             }
         } else {
             for (i, m) in meta[..n].iter_mut().enumerate() {
+                let own = r.martians.for_slot(lane.built, i);
                 if plain & (1 << i) == 0 {
-                    look.classify(r, pkts, m, i, ctx);
+                    look.classify(r, own, pkts, m, i, ctx);
                 } else {
-                    fast |= look.push_plain_v4(lane.v4(i), m, i, lane.in_port);
+                    fast |= look.push_plain_v4(own, lane.v4(i), m, i, lane.in_port);
                 }
             }
         }
@@ -314,6 +322,38 @@ fn forward_v4_general<P: PacketBuf>(
         }
     }
     forward(r, limiter, p, m, val, false, ctx)
+}
+
+/// The slots of the burst's `n` plain packets whose addresses are martian
+/// ([`v4_martian`]), those of `built` checked without `own` (see
+/// [`Lane::built`]; a constant 0 compiles the choice away). One
+/// branch-free pass ([`v4_suspect`]), then the suspects alone are decided.
+#[inline(always)]
+fn martian_mask(own: &Martians, lane: &Lane, n: usize, built: u32) -> u32 {
+    let addrs = lane.src[..n].iter().zip(&lane.dst[..n]);
+    let suspects = addrs.enumerate().fold(0u32, |m, (i, (&src, &dst))| {
+        let own = own.for_slot(built, i);
+        m | u32::from(v4_suspect(own, src, dst) != 0) << i
+    });
+    if suspects == 0 {
+        0
+    } else {
+        decide_suspects(own, lane, built, suspects)
+    }
+}
+
+/// [`martian_mask`]'s suspects that are martian.
+#[cold]
+#[inline(never)]
+fn decide_suspects(own: &Martians, lane: &Lane, built: u32, suspects: u32) -> u32 {
+    let (mut martians, mut left) = (0, suspects);
+    while left != 0 {
+        let i = left.trailing_zeros() as usize % BURST_SIZE;
+        left &= left - 1;
+        let own = own.for_slot(built, i);
+        martians |= u32::from(v4_martian(own, lane.src[i], lane.dst[i]).is_some()) << i;
+    }
+    martians
 }
 
 /// The fast-path mask of a burst of `n` packets that all took it.
@@ -855,9 +895,47 @@ mod address_tests {
         );
     }
 
+    /// RFC 1812 5.3.7 / 4.2.2.11: sources that cannot be true — a
+    /// connected subnet's broadcast address (the input port's or another
+    /// port's), one of the router's own addresses (IPv4 or IPv6, link-local
+    /// included) — are `bad_address`, forwarded or to the router, on the
+    /// lane (plain packets, in all-plain and mixed bursts) and stage by
+    /// stage alike; the hosts beside them are forwarded.
+    #[test]
+    fn sources_that_cannot_be_true_are_not_forwarded() {
+        let bad = [
+            udp4_from([10, 0, 1, 255], [198, 18, 1, 5], 64),
+            udp4_from([10, 0, 2, 255], [198, 18, 1, 5], 64),
+            udp4_from([10, 0, 1, 1], [198, 18, 1, 5], 64),
+            udp4_from([10, 0, 2, 1], [198, 18, 1, 5], 64),
+            udp4_from([10, 0, 2, 1], [10, 0, 1, 1], 64),
+            udp6(LAN, "2001:db8:1::1", "2001:db8:100::1"),
+            udp6(LAN, "2001:db8:2::1", "2001:db8:1::1"),
+            udp6(LAN, "fe80::1", "2001:db8:100::1"),
+        ];
+        let good = [
+            udp4_from([10, 0, 1, 254], [198, 18, 1, 5], 64),
+            udp4_from([10, 0, 1, 2], [198, 18, 1, 5], 64),
+            udp6(LAN, "2001:db8:1::2", "2001:db8:100::1"),
+        ];
+        let (v, _) = verdicts(&[&bad[..], &good[..]].concat());
+        let mut want = vec![Verdict::Drop(DropReason::BadAddress); bad.len()];
+        want.extend([Verdict::Tx(1); 3]);
+        assert_eq!(v, want);
+        // Alone in a burst of plain packets (the lane's all-plain pass).
+        for f in &bad[..5] {
+            let mut burst = vec![good[0].clone(); 31];
+            burst.insert(7, f.clone());
+            let (v, _) = verdicts(&burst);
+            assert_eq!(v[7], Verdict::Drop(DropReason::BadAddress));
+            assert!(v.iter().filter(|v| **v == Verdict::Tx(1)).count() == 31);
+        }
+    }
+
     /// A connected subnet's broadcast address is no host: no time exceeded
-    /// and no echo reply goes to it (RFC 1812 4.3.2.7, RFC 1122 3.2.2.6);
-    /// a host beside it gets both.
+    /// and no echo reply goes to it (RFC 1812 4.3.2.7, RFC 1122 3.2.2.6),
+    /// nor anything else (it is `bad_address` as a source); a host beside
+    /// it gets both.
     #[test]
     fn no_icmp_to_a_subnet_broadcast_source() {
         let echo = |src: [u8; 4]| {
@@ -878,9 +956,48 @@ mod address_tests {
         assert_eq!(
             v,
             [
-                Verdict::Drop(DropReason::TtlExceeded),
+                Verdict::Drop(DropReason::BadAddress),
                 Verdict::Drop(DropReason::BadAddress),
                 Verdict::Tx(0),
+                Verdict::Tx(0),
+            ]
+        );
+    }
+
+    /// ARP in a format other than Ethernet/IPv4 (hardware type, protocol
+    /// type, address lengths) is `unsupported`, whatever its length; a
+    /// real Ethernet/IPv4 ARP cut short is `truncated`.
+    #[test]
+    fn arp_of_other_formats_is_unsupported() {
+        let good = arp_request(HOST, [10, 0, 1, 50], [10, 0, 1, 1]);
+        let with = |at: usize, v: &[u8]| {
+            let mut f = good.clone();
+            f[14 + at..14 + at + v.len()].copy_from_slice(v);
+            f
+        };
+        let mut short = with(0, &[0, 6]);
+        short.truncate(14 + 20);
+        let mut cut = good.clone();
+        cut.truncate(14 + 27);
+        let (v, _) = verdicts(&[
+            with(0, &[0, 6]),
+            with(2, &[0x86, 0xdd]),
+            with(4, &[8]),
+            with(5, &[16]),
+            short,
+            cut,
+            good,
+        ]);
+        use DropReason::{Truncated, Unsupported};
+        assert_eq!(
+            v,
+            [
+                Verdict::Drop(Unsupported),
+                Verdict::Drop(Unsupported),
+                Verdict::Drop(Unsupported),
+                Verdict::Drop(Unsupported),
+                Verdict::Drop(Unsupported),
+                Verdict::Drop(Truncated),
                 Verdict::Tx(0),
             ]
         );

@@ -11,7 +11,8 @@
 //!
 //! - every packet comes out exactly once, as its verdict says (sent on the
 //!   verdict's port, dropped with the verdict's reason, or consumed);
-//! - output ports exist; every sent frame is 14..=`VEC_PACKET_MAX` bytes,
+//! - output ports exist; every sent frame is one segment (never a chain) of
+//!   14..=`VEC_PACKET_MAX` bytes,
 //!   at most [`REPLY_GROWTH`] bytes longer than the frame it came from, and
 //!   carries the output port's MAC as its source;
 //! - every sent frame parses again without error (the router never emits
@@ -47,6 +48,13 @@
 //!   the smallest port MTU;
 //! - a packet that parses is dropped as `acl_deny` exactly when a linear
 //!   scan of the ACL rules (`AclTable::classify_naive`) denies it;
+//! - a chain (module doc below) is dropped as `bad_total_len` when its
+//!   length disagrees with its segments, whatever it holds; otherwise the
+//!   router's verdict is the harness's own parse of the whole frame (first
+//!   segment + `more`) when that fails (`too_big` for an IP packet that
+//!   runs past the first segment: larger than every port's MTU), and once
+//!   it parses the chain is trimmed to one segment and meets every rule
+//!   above as the plain frame of its IP packet would;
 //! - the books balance as a worker keeps them: `rx + originated = tx +
 //!   dropped + consumed`, where `dropped` is the dispatched drops plus
 //!   those the stages counted themselves (a drop whose buffer became an
@@ -55,9 +63,21 @@
 //!
 //! Input format: byte 0 = `in_port` (bit 0) and a clock step (bits 1..8,
 //! 50 ms each, so rate limits and solicitation timers can be crossed); then
-//! up to [`MAX_FRAMES`] frames, each a big-endian `u16` length followed by
-//! that many bytes (cut short at the end of the input, and at
-//! `VEC_PACKET_MAX` like an mbuf's data room).
+//! up to [`MAX_FRAMES`] frames, each a big-endian `u16` length field
+//! followed by the frame's bytes. Its low 15 bits are the frame's length:
+//! - up to `VEC_PACKET_MAX`: a plain frame of that many bytes (cut short at
+//!   the end of the input); the top bit is ignored;
+//! - above: an mbuf chain (what a PMD makes of a frame over one buffer):
+//!   the next `VEC_PACKET_MAX` bytes are its first segment (zero-padded
+//!   when the input ends first), and the rest, `length - VEC_PACKET_MAX`
+//!   bytes, lie in later segments that the input does not hold (zeros:
+//!   the pipeline reads only the first segment). With the top bit set the
+//!   chain is broken: its length disagrees with its segments
+//!   (`VecPacket::broken_chain`).
+//!
+//! Inputs from before chains (lengths up to `VEC_PACKET_MAX`, which is all
+//! the seeds wrote) mean what they meant; a length field above that used
+//! to take the rest of its bytes as one frame cut at `VEC_PACKET_MAX`.
 //!
 //! State: the route tables are shared across inputs, and the neighbour
 //! cache learns from ARP/NDP, so an input may behave differently after
@@ -261,27 +281,83 @@ pub struct Input {
     pub in_port: u16,
     /// TSC at the burst (1 GHz clock).
     pub now: u64,
+    /// Each frame's first (or only) segment.
     pub frames: Vec<Vec<u8>>,
+    /// Per frame: what lies past its first segment.
+    pub chains: Vec<Chain>,
+}
+
+/// What of a frame lies past its first segment (the default: nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chain {
+    /// Bytes in later segments (0: not a chain).
+    pub more: u16,
+    /// The chain's length disagrees with its segments.
+    pub broken: bool,
+}
+
+/// One frame of an input: where its bytes start, how many it takes from
+/// the input, and what lies past them.
+struct Span {
+    start: usize,
+    take: usize,
+    chain: Chain,
+}
+
+/// The frames of `data` (the input format, module doc), header byte and
+/// all: what `decode` and `addressed_to` both walk.
+fn spans(data: &[u8]) -> Vec<Span> {
+    let mut v = Vec::new();
+    let mut at = 1;
+    while v.len() < MAX_FRAMES && at + 2 <= data.len() {
+        let field = u16::from_be_bytes([data[at], data[at + 1]]);
+        let len = usize::from(field & 0x7fff);
+        let start = at + 2;
+        let left = data.len() - start;
+        let span = if len > VEC_PACKET_MAX {
+            Span {
+                start,
+                take: VEC_PACKET_MAX.min(left),
+                chain: Chain {
+                    more: (len - VEC_PACKET_MAX) as u16,
+                    broken: field & 0x8000 != 0,
+                },
+            }
+        } else {
+            Span {
+                start,
+                take: len.min(left),
+                chain: Chain::default(),
+            }
+        };
+        at = start + span.take;
+        v.push(span);
+    }
+    v
 }
 
 /// Decodes the input format (see the module doc); `None` without a frame.
 pub fn decode(data: &[u8]) -> Option<Input> {
-    let (&head, mut rest) = data.split_first()?;
-    let mut frames = Vec::new();
-    while frames.len() < MAX_FRAMES && rest.len() >= 2 {
-        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
-        rest = &rest[2..];
-        let take = len.min(rest.len());
-        frames.push(rest[..take.min(VEC_PACKET_MAX)].to_vec());
-        rest = &rest[take..];
-    }
-    if frames.is_empty() {
+    let &head = data.first()?;
+    let spans = spans(data);
+    if spans.is_empty() {
         return None;
     }
+    let frames = spans
+        .iter()
+        .map(|s| {
+            let mut f = data[s.start..s.start + s.take].to_vec();
+            if s.chain.more != 0 {
+                f.resize(VEC_PACKET_MAX, 0);
+            }
+            f
+        })
+        .collect();
     Some(Input {
         in_port: u16::from(head & 1),
         now: 1_000_000_000 + u64::from(head >> 1) * 50_000_000,
         frames,
+        chains: spans.iter().map(|s| s.chain).collect(),
     })
 }
 
@@ -302,17 +378,28 @@ pub fn addressed_to(data: &[u8], macs: &[[u8; 6]]) -> Vec<u8> {
         return v;
     };
     let mac = macs[usize::from(head & 1)];
-    let (mut at, mut frames) = (1, 0);
-    while frames < MAX_FRAMES && at + 2 <= v.len() {
-        let len = usize::from(u16::from_be_bytes([v[at], v[at + 1]]));
-        let start = at + 2;
-        let take = len.min(v.len() - start);
-        if take.min(VEC_PACKET_MAX) >= 6 && v[start] & 1 == 0 {
-            v[start..start + 6].copy_from_slice(&mac);
+    for s in spans(data) {
+        if s.take >= 6 && v[s.start] & 1 == 0 {
+            v[s.start..s.start + 6].copy_from_slice(&mac);
         }
-        at = start + take;
-        frames += 1;
     }
+    v
+}
+
+/// Encodes a chain into the input format: `first` (its first segment, at
+/// most `VEC_PACKET_MAX` bytes, zero-padded to it) and `more` bytes after
+/// it, `broken` or not. Append to an [`encode`]d input.
+pub fn encode_chain(first: &[u8], more: u16, broken: bool) -> Vec<u8> {
+    assert!(first.len() <= VEC_PACKET_MAX && more != 0);
+    let len = VEC_PACKET_MAX + usize::from(more);
+    assert!(
+        len < 0x8000,
+        "a chain of {len} bytes does not fit the format"
+    );
+    let field = len as u16 | if broken { 0x8000 } else { 0 };
+    let mut v = field.to_be_bytes().to_vec();
+    v.extend_from_slice(first);
+    v.resize(2 + VEC_PACKET_MAX, 0);
     v
 }
 
@@ -341,8 +428,13 @@ pub fn run(data: &[u8]) -> Option<Outcome> {
     let r = router();
     let mut pipeline = build_pipeline(&r.cfg, &r.res, &r.tables, &r.port_macs, &r.peer_macs);
     let mut burst = Burst::<VecPacket>::new();
-    for f in &input.frames {
-        if burst.push(VecPacket::new(f.clone())).is_err() {
+    for (f, c) in input.frames.iter().zip(&input.chains) {
+        let pkt = match (c.more, c.broken) {
+            (0, _) => VecPacket::new(f.clone()),
+            (more, false) => VecPacket::chained(f.clone(), more),
+            (more, true) => VecPacket::broken_chain(f.clone(), more),
+        };
+        if burst.push(pkt).is_err() {
             unreachable!("at most MAX_FRAMES frames");
         }
     }
@@ -381,7 +473,22 @@ pub fn check(o: &Outcome) {
     let (mut s, mut d, mut c) = (0, 0, 0);
     for (i, m) in o.meta.iter().enumerate() {
         assert_eq!(m.in_port, o.input.in_port, "packet {i}: in_port");
-        let input = &o.input.frames[i];
+        let Some(input) = check_chain(
+            i,
+            &o.input.frames[i],
+            o.input.chains[i],
+            o.input.in_port,
+            m.verdict,
+        ) else {
+            // A chain dropped before it became one segment: nothing else
+            // to check but its place in `out`.
+            let Verdict::Drop(reason) = m.verdict else {
+                unreachable!("check_chain saw a drop");
+            };
+            assert_eq!(o.out.dropped[d].0, reason, "packet {i}: drop reason");
+            d += 1;
+            continue;
+        };
         check_acl(i, input, o.input.in_port, m.verdict);
         check_l2(i, input, o.input.in_port, m.verdict);
         check_arp(i, input, o.input.in_port, m.verdict);
@@ -396,6 +503,11 @@ pub fn check(o: &Outcome) {
                 assert!(
                     usize::from(port) < n_ports,
                     "packet {i}: output port {port}"
+                );
+                assert!(
+                    pkt.more == 0 && !pkt.broken,
+                    "packet {i}: sent a chain ({} more bytes)",
+                    pkt.more
                 );
                 check_sent(i, input, o.input.in_port, port, &pkt.bytes);
             }
@@ -416,6 +528,69 @@ pub fn check(o: &Outcome) {
         (o.out.sent.len(), o.out.dropped.len(), o.out.consumed.len())
     );
     check_accounting(o);
+}
+
+/// The chain rules (module doc) on packet `i`, whose first segment is
+/// `first`: for a chain dropped as it arrives (broken, or its whole frame
+/// does not parse), checks the verdict and returns `None`; otherwise
+/// returns the frame the other checks see: the input itself, or a chain
+/// trimmed to its IP packet (which the router then holds in one segment).
+fn check_chain(
+    i: usize,
+    first: &[u8],
+    chain: Chain,
+    in_port: u16,
+    verdict: Verdict,
+) -> Option<&[u8]> {
+    if chain.more == 0 {
+        return Some(first);
+    }
+    if chain.broken {
+        assert_eq!(
+            verdict,
+            Verdict::Drop(DropReason::BadTotalLen),
+            "packet {i}: a broken chain"
+        );
+        return None;
+    }
+    let mut m = new_meta_burst()[0];
+    let mac = router().port_macs[usize::from(in_port)];
+    let parse = Parse {
+        l4: true,
+        hash: true,
+        verify_checksum: true,
+        port_mac: mac_word(mac),
+    };
+    let len = first.len() + usize::from(chain.more);
+    match parse.parse_frame(first, len, &mut m) {
+        Ok(end) => {
+            assert!(end <= first.len(), "packet {i}: trimmed into a chain");
+            Some(&first[..end])
+        }
+        Err(reason) => {
+            assert_eq!(
+                verdict,
+                Verdict::Drop(reason),
+                "packet {i}: a chain of {len} bytes"
+            );
+            if reason == DropReason::TooBig {
+                // What parse drops as too big runs past the first segment,
+                // which holds the largest MTU and its headers.
+                let max_mtu = port_mtus().into_iter().max().unwrap_or(0);
+                let l3 = usize::from(m.l3_off);
+                let ip = match first.get(l3..l3 + 6) {
+                    Some(h) if h[0] >> 4 == 6 => 40 + usize::from(u16::from_be_bytes([h[4], h[5]])),
+                    Some(h) => usize::from(u16::from_be_bytes([h[2], h[3]])),
+                    None => 0,
+                };
+                assert!(
+                    ip > usize::from(max_mtu) && l3 + ip > first.len(),
+                    "packet {i}: a chain's {ip}-byte IP packet dropped as too_big"
+                );
+            }
+            None
+        }
+    }
 }
 
 /// `rx + originated = tx + dropped + consumed` for the burst, counted as

@@ -32,6 +32,18 @@ def encode(in_port, frames, clock_step=0):
     return out
 
 
+VEC_PACKET_MAX = 2048  # dataplane/src/pipeline/packet.rs
+
+
+def encode_chain(first, more, broken=False):
+    """One frame of the input format (fuzz/harness.rs) that is an mbuf chain:
+    `first` zero-padded to VEC_PACKET_MAX as its first segment, then `more`
+    bytes in later segments; `broken`: its length disagrees with them."""
+    n = VEC_PACKET_MAX + more
+    assert len(first) <= VEC_PACKET_MAX and 0 < more and n < 0x8000
+    return struct.pack(">H", n | (0x8000 if broken else 0)) + first.ljust(VEC_PACKET_MAX, b"\0")
+
+
 def csum(data):
     if len(data) % 2:
         data += b"\0"
@@ -329,6 +341,25 @@ def hand():
     short = bytearray(udp4_frame("10.0.1.5", "198.18.1.5", data=b"x" * 40))
     short[16:18] = struct.pack(">H", 200)
     s["padded-and-short"] = encode(0, [padded4, padded6, bytes(short)])
+    # Chains (frames over one mbuf): padding in later segments, trimmed and
+    # forwarded; an IPv4 (DF) and an IPv6 packet running past the first
+    # segment, too big; one whose chain is a byte short of its IP length;
+    # a broken chain (length disagreeing with its segments).
+    def big4(total, dst="198.18.1.5"):
+        f = bytearray(udp4_frame("10.0.1.5", dst, frag=DF, data=b"\xab" * (total - 28)))
+        return bytes(f)
+
+    def big6(total):
+        return udp6_frame("2001:db8:1::5", "2001:db8:100::5", data=b"\xab" * (total - 48))
+
+    long4, long6 = big4(9000), big6(9000)
+    s["chain-padded"] = encode(0, []) + encode_chain(udp4_frame("10.0.1.5", "198.18.1.5"), 3000) \
+        + encode_chain(udp6_frame("2001:db8:1::5", "2001:db8:100::5"), 100)
+    s["chain-too-big"] = encode(0, []) + encode_chain(long4[:VEC_PACKET_MAX], 9014 - 2048) \
+        + encode_chain(long6[:VEC_PACKET_MAX], 9054 - 2048) \
+        + encode_chain(long4[:VEC_PACKET_MAX], 9014 - 2048 - 1)
+    s["chain-broken"] = encode(0, []) + encode_chain(udp4_frame("10.0.1.5", "198.18.1.5"), 3000,
+                                                     broken=True)
     return s
 
 

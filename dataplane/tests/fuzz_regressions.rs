@@ -219,6 +219,27 @@ fn expect(name: &str, o: &Outcome) {
                 assert_eq!(f.bytes.len(), ip_end(input), "frame {k}: padding trimmed");
             }
         }
+        "hand-chain-padded" => {
+            // Trimmed to their IP packets, out of the chain, and forwarded.
+            assert_eq!(verdicts(o), [Verdict::Tx(1), Verdict::Tx(1)]);
+            for (k, (_, f)) in o.out.sent.iter().enumerate() {
+                assert!(o.input.chains[k].more > 0, "frame {k} is a chain");
+                assert_eq!(f.more, 0, "frame {k}: sent as one segment");
+                assert!(f.bytes.len() < 100, "frame {k}: trimmed");
+            }
+        }
+        "hand-chain-too-big" => assert_eq!(
+            verdicts(o),
+            [
+                Verdict::Drop(DropReason::TooBig),
+                Verdict::Drop(DropReason::TooBig),
+                Verdict::Drop(DropReason::BadTotalLen)
+            ]
+        ),
+        "hand-chain-broken" => {
+            assert!(o.input.chains[0].broken);
+            assert_eq!(verdicts(o), [Verdict::Drop(DropReason::BadTotalLen)]);
+        }
         "hand-burst-mixed" => {
             assert_eq!(o.meta.len(), 32);
             assert!(!o.out.sent.is_empty());
@@ -315,6 +336,37 @@ fn input_format() {
     assert_eq!(
         harness::decode(&[0, 0, 9, 7]).unwrap().frames,
         vec![vec![7]]
+    );
+    // A length over VEC_PACKET_MAX: a chain, its first segment the next
+    // VEC_PACKET_MAX bytes (zero-padded), the rest in later segments; the
+    // top bit breaks it. Frames after it follow its first segment.
+    let max = dataplane::pipeline::packet::VEC_PACKET_MAX;
+    let mut data = harness::encode(0, 0, &[&a]);
+    data.extend(harness::encode_chain(&b, 1000, false));
+    data.extend(harness::encode_chain(&b, 7, true));
+    data.extend(&harness::encode(0, 0, &[&a])[1..]);
+    let i = harness::decode(&data).unwrap();
+    assert_eq!(i.frames.len(), 4);
+    assert_eq!(i.frames[1].len(), max);
+    assert_eq!(i.frames[1][..70], b);
+    assert_eq!(i.frames[3], a);
+    let chain = |more, broken| harness::Chain { more, broken };
+    assert_eq!(
+        i.chains,
+        [
+            chain(0, false),
+            chain(1000, false),
+            chain(7, true),
+            chain(0, false)
+        ]
+    );
+    // ... cut short by the end of the input: still a full first segment.
+    let i = harness::decode(&[0, 0x08, 0x01, 5]).unwrap();
+    assert_eq!((i.frames[0].len(), i.chains[0]), (max, chain(1, false)));
+    // The top bit of a length up to VEC_PACKET_MAX means nothing.
+    assert_eq!(
+        harness::decode(&[0, 0x80, 1, 9, 8]).unwrap().frames,
+        vec![vec![9]]
     );
     // No more than a burst.
     let many = harness::encode(0, 0, &[&a[..]; 40]);

@@ -28,8 +28,13 @@
 //!   are `bad_address`, and so are frames from a group source MAC (IPv4,
 //!   IPv6, ARP); ARP in another format than Ethernet/IPv4 is
 //!   `unsupported`;
-//! - every truncation of IPv4, VLAN-tagged IPv4 and IPv6 headers is
-//!   `truncated` (header cut) or `bad_total_len` (payload cut);
+//! - every truncation of IPv4, VLAN-tagged and QinQ IPv4, ICMP echo, IPv6,
+//!   an NDP neighbour solicitation and IPv6 with a hop-by-hop header is
+//!   `truncated` (header cut) or `bad_total_len` (payload cut); every
+//!   truncation of an ARP request is `truncated`; an IPv6 packet cut inside
+//!   its extension header, its payload length saying so, is `truncated`
+//!   (cut inside its UDP header instead, it is forwarded: `route` alone
+//!   reads no ports);
 //! - through `lb` then `route`: a VIP's packets in broadcast or multicast
 //!   frames are `l2_multicast`, from a group MAC, a martian source or one
 //!   that cannot be true `bad_address`, never balanced; a unicast one is.
@@ -580,7 +585,8 @@ fn hostile_frames_default_mtu() {
     c.drop("unsupported", 2);
 
     // Every truncation of the headers: IPv4 (14 + 20), VLAN-tagged IPv4
-    // (18 + 20), IPv6 (14 + 40).
+    // (18 + 20), IPv6 (14 + 40), then ARP, ICMP, NDP, an IPv6 extension
+    // header and QinQ.
     cuts(&mut c, &udp4(LAN_MAC, HOST, [198, 18, 1, 50], 18), 34);
     cuts(&mut c, &vlan_udp4([198, 18, 1, 51], 18), 38);
     cuts(
@@ -588,6 +594,71 @@ fn hostile_frames_default_mtu() {
         &udp6(LAN_MAC, v6("2001:db8:1::50"), v6("2001:db8:100::51"), 16),
         54,
     );
+    // ARP (14 + 28, unpadded): a cut body is truncated wherever it ends
+    // (the one handled format, or too short to tell another).
+    let mut arp_req = eth(BCAST, HOST_MAC, 0x0806);
+    arp_req.extend(arp(1, HOST_MAC, HOST, [0; 6], LAN_IP));
+    cuts(&mut c, &arp_req, arp_req.len());
+    // An ICMP echo to the router (14 + 20 + 8).
+    let mut echo = Vec::new();
+    PacketBuilder::ethernet2(HOST_MAC, LAN_MAC)
+        .ipv4(HOST, LAN_IP, 64)
+        .icmpv4_echo_request(9, 9)
+        .write(&mut echo, b"cut")
+        .unwrap();
+    cuts(&mut c, &echo, 34);
+    // An NDP neighbour solicitation for the router's address, with a
+    // source link-layer address option (14 + 40 + 32).
+    let mut sll = vec![1, 1];
+    sll.extend(HOST_MAC);
+    let mut ns_body = v6("2001:db8:1::1").to_vec();
+    ns_body.extend(sll);
+    let ns = icmp6(
+        [0x33, 0x33, 0xff, 0, 0, 1],
+        HOST_MAC,
+        v6("2001:db8:1::50"),
+        v6("ff02::1:ff00:1"),
+        255,
+        135,
+        [0; 4],
+        &ns_body,
+    );
+    cuts(&mut c, &ns, 54);
+    // IPv6 with a hop-by-hop header (PadN) before UDP (14 + 40 + 8 + 8).
+    let mut hbh = udp6(LAN_MAC, v6("2001:db8:1::50"), v6("2001:db8:100::52"), 16);
+    hbh.splice(54..54, [17, 0, 1, 4, 0, 0, 0, 0]);
+    hbh[20] = 0;
+    let plen = u16::from_be_bytes([hbh[18], hbh[19]]) + 8;
+    hbh[18..20].copy_from_slice(&plen.to_be_bytes());
+    cuts(&mut c, &hbh, 54);
+    // ... cut inside its hop-by-hop header with the payload length cut to
+    // match (the IP packet whole, its header chain not): truncated. Cut
+    // inside the UDP header past it: forwarded, as any IP payload is, when
+    // no stage reads ports (route alone: parse leaves L4 alone).
+    for n in 54..66 {
+        let mut f = hbh[..n].to_vec();
+        f[18..20].copy_from_slice(&((n - 54) as u16).to_be_bytes());
+        if n < 62 {
+            c.drop("truncated", 1);
+        } else {
+            let mut out = f.clone();
+            out[..6].copy_from_slice(&WAN_GW_MAC);
+            out[6..12].copy_from_slice(&WAN_MAC);
+            out[21] -= 1;
+            c.wan_out.push(out);
+        }
+        c.lan_in.push(f);
+    }
+    // QinQ: an 802.1ad S-tag and an 802.1Q C-tag (14 + 8 + 20).
+    let mut qinq = Vec::new();
+    PacketBuilder::ethernet2(HOST_MAC, LAN_MAC)
+        .double_vlan(VlanId::try_new(200).unwrap(), VlanId::try_new(100).unwrap())
+        .ipv4(HOST, [198, 18, 1, 53], 64)
+        .udp(1111, 2222)
+        .write(&mut qinq, &[7; 18])
+        .unwrap();
+    qinq[12..14].copy_from_slice(&[0x88, 0xa8]);
+    cuts(&mut c, &qinq, 42);
 
     let report = c.run(None);
     let ev = |k: &str| report["events"][k].as_u64().unwrap_or(0);

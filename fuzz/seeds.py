@@ -7,7 +7,7 @@
 `hand` builds what the traffic generator does not: ARP and NDP to the
 router's own addresses, ICMP echo to it, TTL/hop limit 1, QinQ, IPv6
 extension headers (good and cut short), unresolved next hops, MTU, ACL hits,
-and mixed bursts. The addresses are those of `harness::CONFIG`: port 0 (lan)
+mbuf chains (trimmed, too big, short, broken) and mixed bursts. The addresses are those of `harness::CONFIG`: port 0 (lan)
 is 10.0.1.1/24, 10.0.3.1/24, 2001:db8:1::1/64, fe80::1; port 1 (wan) is
 10.0.2.1/24, 2001:db8:2::1/64. Standard library only.
 """
@@ -25,14 +25,15 @@ HOST = bytes.fromhex("02000000aa01")
 BCAST = b"\xff" * 6
 
 
+VEC_PACKET_MAX = 2048  # dataplane/src/pipeline/packet.rs
+
+
 def encode(in_port, frames, clock_step=0):
     out = bytes([(in_port & 1) | ((clock_step & 0x7F) << 1)])
     for f in frames:
+        assert len(f) <= VEC_PACKET_MAX, "longer frames are chains: encode_chain"
         out += struct.pack(">H", len(f)) + f
     return out
-
-
-VEC_PACKET_MAX = 2048  # dataplane/src/pipeline/packet.rs
 
 
 def encode_chain(first, more, broken=False):

@@ -6,9 +6,9 @@
 # Installs cargo-fuzz if missing, builds the traffic generator and writes the
 # seed corpus into fuzz/corpus/pipeline (generator frames: IPv4, IPv6, VLAN,
 # every malformed kind; plus hand-made ARP, NDP, echo, TTL 1, QinQ, IPv6
-# extension headers, bursts: fuzz/seeds.py), then runs the `pipeline` target
-# for SECONDS on all but one core. Exits non-zero when a crash was found and
-# prints where its input is: replay it with
+# extension headers, mbuf chains, bursts: fuzz/seeds.py), then runs the
+# `pipeline` target for SECONDS on all but one core. Exits non-zero when a
+# crash was found and prints where its input is: replay it with
 #   RUSTC_BOOTSTRAP=1 cargo fuzz run pipeline <artifact>   (in fuzz/)
 # and, once fixed, copy it to dataplane/tests/fuzz_regressions/. The corpus only
 # grows; shrink it with `(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz cmin pipeline)`.

@@ -11,7 +11,9 @@ impl Config {
         text: &str,
         path: &Path,
         res: &mut Resolved,
+        seen: &mut super::validate::route::RoutesSeen,
     ) -> Result<(), ConfigError> {
+        use super::validate::route::RouteOrigin;
         use crate::tables::routing::{RouteSpec, RouteTarget};
         let file = path.display().to_string();
         let err = |line: usize, field: &str, message: String| ConfigError::Invalid {
@@ -33,6 +35,13 @@ impl Config {
             let p = it.next().unwrap_or("");
             let cidr: IpCidr = p.parse().map_err(|e: String| err(line, "prefix", e))?;
             let prefix = cidr.prefix();
+            if let Some(first) = seen.insert(prefix, RouteOrigin::FileLine(line)) {
+                return Err(err(
+                    line,
+                    "prefix",
+                    format!("{prefix} is already routed by {first}: one route per prefix (several next hops go in one `via`, comma-separated)"),
+                ));
+            }
             let target = match (it.next(), it.next()) {
                 (Some("dev"), Some(port)) if it.clone().next().is_none() => {
                     match res.port_index.get(port) {

@@ -554,7 +554,7 @@ fn routes_file_errors_name_its_line() {
     let dir = tempfile_dir();
     std::fs::write(
         dir.join("r.txt"),
-        "# comment\n198.18.0.0/24 10.0.1.2\n\n198.18.1.0/33 10.0.1.2\n",
+        "# comment\n198.18.6.0/24 10.0.1.2\n\n198.18.1.0/33 10.0.1.2\n",
     )
     .unwrap();
     let src = ROUTER.replacen("[route]", "[route]\nroutes_file = \"r.txt\"", 1);
@@ -564,12 +564,12 @@ fn routes_file_errors_name_its_line() {
     assert!(s.contains("0..=32"), "{s}");
     std::fs::write(
         dir.join("r.txt"),
-        "198.18.0.0/24 10.0.1.2,10.0.2.2\n203.0.113.0/24 dev wan\n",
+        "198.18.5.0/24 10.0.1.2,10.0.2.2\n203.0.113.0/24 dev wan\n",
     )
     .unwrap();
     let (_, res) = Config::parse_in(&src, "r.toml", &dir).unwrap();
     assert_eq!(res.routes.len(), 4);
-    std::fs::write(dir.join("r.txt"), "198.18.0.0/24 via 10.0.1.2\n").unwrap();
+    std::fs::write(dir.join("r.txt"), "198.18.6.0/24 via 10.0.1.2\n").unwrap();
     let s = Config::parse_in(&src, "r.toml", &dir)
         .unwrap_err()
         .to_string();
@@ -579,13 +579,13 @@ fn routes_file_errors_name_its_line() {
     );
     // Nothing after `dev PORT`; no next hop that is no station.
     for (text, want) in [
-        ("198.18.0.0/24 dev lan 10.0.1.2\n", "expected `PREFIX VIA"),
-        ("198.18.0.0/24 10.0.1.1\n", "this router's own address"),
+        ("198.18.6.0/24 dev lan 10.0.1.2\n", "expected `PREFIX VIA"),
+        ("198.18.6.0/24 10.0.1.1\n", "this router's own address"),
         (
-            "198.18.0.0/24 10.0.1.255\n",
+            "198.18.6.0/24 10.0.1.255\n",
             "broadcast address of 10.0.1.1/24",
         ),
-        ("198.18.0.0/24 10.0.1.0\n", "network address of 10.0.1.1/24"),
+        ("198.18.6.0/24 10.0.1.0\n", "network address of 10.0.1.1/24"),
     ] {
         std::fs::write(dir.join("r.txt"), text).unwrap();
         let s = Config::parse_in(&src, "r.toml", &dir)
@@ -601,6 +601,52 @@ fn routes_file_errors_name_its_line() {
         s.contains("route.routes_file") && s.contains("nope.txt"),
         "{s}"
     );
+}
+
+/// A prefix routed twice (static, routes file, or one of each; host bits
+/// ignored) is refused where the second route is, naming the first: the
+/// tables would silently keep only the last.
+#[test]
+fn one_route_per_prefix() {
+    let twice = ROUTER.replacen(
+        "[[route.static]]\nprefix = \"192.0.2.0/24\"",
+        "[[route.static]]\nprefix = \"198.18.0.7/24\"\nport = \"lan\"\n\n[[route.static]]\nprefix = \"192.0.2.0/24\"",
+        1,
+    );
+    assert_ne!(twice, ROUTER);
+    let e = Config::parse(&twice, "r.toml").unwrap_err();
+    let s = e.to_string();
+    let line = twice
+        .lines()
+        .position(|l| l.contains("198.18.0.7/24"))
+        .unwrap()
+        + 1;
+    assert!(s.contains(&format!("r.toml:{line}:")), "{s}");
+    assert!(
+        s.contains("route.static[1].prefix")
+            && s.contains("198.18.0.0/24 is already routed by route.static[0]"),
+        "{s}"
+    );
+    let dir = tempfile_dir();
+    let src = ROUTER.replacen("[route]", "[route]\nroutes_file = \"dup.txt\"", 1);
+    for (text, line, first) in [
+        ("198.18.0.0/24 10.0.1.2\n", 1, "route.static[0]"),
+        (
+            "203.0.113.0/24 dev wan\n# again\n203.0.113.9/24 10.0.1.2\n",
+            3,
+            "line 1 of the routes file",
+        ),
+    ] {
+        std::fs::write(dir.join("dup.txt"), text).unwrap();
+        let s = Config::parse_in(&src, "r.toml", &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            s.contains(&format!("dup.txt:{line}:"))
+                && s.contains(&format!("already routed by {first}")),
+            "{text}: {s}"
+        );
+    }
 }
 
 fn tempfile_dir() -> PathBuf {

@@ -11,7 +11,7 @@ mod acl;
 mod eal;
 mod pipeline;
 mod ports;
-mod route;
+pub(in crate::config) mod route;
 mod workers;
 
 pub(super) use eal::{data_room_for, DEFAULT_DATA_ROOM};

@@ -122,9 +122,19 @@ impl Config {
             }
         }
         let to_prefix = IpCidr::prefix;
+        // One route per prefix: a second one would silently replace the
+        // first in the tables (ECMP is one route with several `via`s).
+        let mut seen = RoutesSeen::default();
         for (i, r) in route.statics.iter().enumerate() {
             let field = format!("route.static[{i}]");
             let prefix = to_prefix(r.prefix.get_ref());
+            if let Some(first) = seen.insert(prefix, RouteOrigin::Static(i)) {
+                return Err(loc.error(
+                    r.prefix.span(),
+                    Some(format!("{field}.prefix")),
+                    format!("{prefix} is already routed by {first}: one route per prefix (several next hops go in one `via`)"),
+                ));
+            }
             let target = match (&r.via, &r.port) {
                 (Some(via), port) => {
                     let mut hops = Vec::new();
@@ -181,7 +191,7 @@ impl Config {
                     format!("{}: {e}", path.display()),
                 )
             })?;
-            self.parse_routes_file(&text, &path, res)?;
+            self.parse_routes_file(&text, &path, res, &mut seen)?;
         }
         for (i, n) in route.neighbor.iter().enumerate() {
             let field = format!("route.neighbor[{i}].ip");
@@ -203,5 +213,44 @@ impl Config {
             res.neighbors.push((p, ip, n.mac.0));
         }
         Ok(())
+    }
+}
+
+/// Where a prefix was first routed (for the duplicate-prefix error).
+#[derive(Debug, Clone, Copy)]
+pub(in crate::config) enum RouteOrigin {
+    Static(usize),
+    FileLine(usize),
+}
+
+impl std::fmt::Display for RouteOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RouteOrigin::Static(i) => write!(f, "route.static[{i}]"),
+            RouteOrigin::FileLine(l) => write!(f, "line {l} of the routes file"),
+        }
+    }
+}
+
+/// The prefixes routed so far, static routes and the routes file alike.
+#[derive(Default)]
+pub(in crate::config) struct RoutesSeen(
+    std::collections::HashMap<crate::tables::prefix::Prefix, RouteOrigin>,
+);
+
+impl RoutesSeen {
+    /// Records `prefix`; returns where it was routed first if it was.
+    pub(in crate::config) fn insert(
+        &mut self,
+        prefix: crate::tables::prefix::Prefix,
+        at: RouteOrigin,
+    ) -> Option<RouteOrigin> {
+        match self.0.entry(prefix) {
+            std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(at);
+                None
+            }
+        }
     }
 }

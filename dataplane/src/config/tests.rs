@@ -649,6 +649,27 @@ fn one_route_per_prefix() {
     }
 }
 
+/// A link-local next hop (or static neighbour) is on every port's link:
+/// without `port` it is refused, with one it is taken on that port.
+#[test]
+fn link_local_next_hops_need_their_port() {
+    let route = "[[route.static]]\nprefix = \"2001:db8:300::/48\"\nvia = \"fe80::2\"\n\n[[route.static]]\nprefix = \"192.0.2.0/24\"";
+    let src = ROUTER.replacen("[[route.static]]\nprefix = \"192.0.2.0/24\"", route, 1);
+    assert_ne!(src, ROUTER);
+    let s = Config::parse(&src, "r.toml").unwrap_err().to_string();
+    assert!(
+        s.contains("route.static[") && s.contains(".via") && s.contains("fe80::2 is link-local"),
+        "{s}"
+    );
+    let pinned = src.replacen("via = \"fe80::2\"", "via = \"fe80::2\"\nport = \"wan\"", 1);
+    let (_, res) = Config::parse(&pinned, "r.toml").unwrap();
+    let wan = res.port_index["wan"] as u16;
+    assert!(res.routes.iter().any(|r| matches!(
+        &r.target,
+        crate::tables::routing::RouteTarget::Via(h) if h == &[("fe80::2".parse().unwrap(), wan)]
+    )));
+}
+
 fn tempfile_dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("dp-config-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();

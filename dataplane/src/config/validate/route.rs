@@ -78,6 +78,20 @@ impl Config {
             }
             return Ok(pi as u16);
         }
+        // A link-local address is on every IPv6 link: which port it is on
+        // only the config can say (the first port would be a guess).
+        let link_local =
+            matches!(ip, std::net::IpAddr::V6(a) if a.segments()[0] & 0xffc0 == 0xfe80);
+        if link_local && self.ports.iter().filter(|p| on_link(p)).count() > 1 {
+            return Err(loc.error(
+                span,
+                Some(field.into()),
+                format!(
+                    "{ip} is link-local, on every port's link: name its port (`port = \"...\"`; ports: {})",
+                    self.port_names()
+                ),
+            ));
+        }
         match self.ports.iter().position(on_link) {
             Some(pi) => Ok(pi as u16),
             None => Err(loc.error(

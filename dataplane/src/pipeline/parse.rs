@@ -359,9 +359,10 @@ impl Parse {
         // packet and in one segment (a padded frame or a chain is trimmed
         // by the general walk). Tested first, these make the header
         // checks' length tests constant below.
+        // The EtherType in one 16-bit compare; the byte compare with 0x45
+        // lets `ipv4_header` below drop its version and IHL tests.
         let total = u16::from_be_bytes([hdr[16], hdr[17]]);
-        if hdr[12] != 0x08
-            || hdr[13] != 0x00
+        if [hdr[12], hdr[13]] != [0x08, 0x00]
             || hdr[14] != 0x45
             || usize::from(total) + 14 != data.len()
             || len != data.len()
@@ -575,10 +576,16 @@ fn ipv4_header(l3: &[u8], avail: usize, verify_checksum: bool) -> Result<V4Heade
 /// sum is 0xffff. Summed as native-endian words (RFC 1071: the sum is
 /// independent of byte order, and 0xffff is its own byte swap): two 64-bit
 /// words and a 32-bit one, each add's carry added back at once (add + adc;
-/// that add cannot carry again, as a carried sum is at most 2^64 - 2), then
-/// folded 64 -> 32 the same way and 32 -> 16 with the end-around carry in
-/// one add: the high half of x + rotl16(x) is hi + lo + carry(lo + hi), as
-/// Linux's csum_fold does.
+/// that add cannot carry again, as a carried sum is at most 2^64 - 2).
+///
+/// No fold to 16 bits: the one's-complement sum of 16-bit words is 0xffff
+/// exactly when their plain sum is a non-zero multiple of 0xffff (2^16 is
+/// 1 modulo 0xffff, so folding a carry back keeps the residue; so does the
+/// 64-bit end-around carry, as 0xffff divides 2^64 - 1). So the test is
+/// whether `s` is a non-zero multiple of 0xffff, which for an odd divisor
+/// is one multiply by its inverse modulo 2^64 and one compare: the
+/// multiples `k * 0xffff` map to exactly `k`, for `k` up to
+/// `u64::MAX / 0xffff`, and every other value lands above.
 #[inline(always)]
 fn checksum20_ok(h: &[u8; 20]) -> bool {
     let w64 = |i: usize| u64::from_ne_bytes(h[i..i + 8].try_into().expect("8 bytes"));
@@ -588,10 +595,26 @@ fn checksum20_ok(h: &[u8; 20]) -> bool {
         s + u64::from(carry)
     };
     let s = add(add(w64(0), w64(8)), tail);
-    let (x, carry) = (s as u32).overflowing_add((s >> 32) as u32);
-    let x = x + u32::from(carry);
-    x.wrapping_add(x.rotate_left(16)) >> 16 == 0xffff
+    // k = s / 0xffff when `s` is a multiple, else something above the
+    // largest multiple's quotient; k - 1 also excludes s = 0 (an all-zero
+    // header, whose one's-complement sum is 0).
+    let k = s.wrapping_mul(INV_0XFFFF);
+    k.wrapping_sub(1) < u64::MAX / 0xffff
 }
+
+/// The inverse of 0xffff modulo 2^64 (Newton's iteration: each step doubles
+/// the correct low bits, from 3 for any odd number's own inverse guess).
+const INV_0XFFFF: u64 = {
+    let d: u64 = 0xffff;
+    let mut x = d;
+    let mut i = 0;
+    while i < 5 {
+        x = x.wrapping_mul(2u64.wrapping_sub(d.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+};
+const _: () = assert!(INV_0XFFFF.wrapping_mul(0xffff) == 1);
 
 /// Protocols whose first four L4 bytes are source and destination ports:
 /// TCP, UDP, SCTP. (Compared as numbers: going through `IpProtocol::from`

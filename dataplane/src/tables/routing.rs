@@ -39,6 +39,9 @@ pub const MAX_NEXTHOPS: u32 = GROUP_FLAG - 1;
 const _: () = assert!(2 * GROUP_FLAG as u64 <= super::route::RAW_MISS_FLOOR);
 
 const MAC_VALID: u64 = 1 << 63;
+/// Set with `MAC_VALID` on a next hop whose `fast_path` is
+/// `SoftwareChecksum`: [`NextHop::fast_l2_words`] tests both in one compare.
+const MAC_FAST_SOFTWARE: u64 = 1 << 62;
 
 /// A port's link-layer and network identity.
 #[derive(Debug, Clone)]
@@ -181,9 +184,24 @@ impl NextHop {
         (v & MAC_VALID != 0).then_some(((v & 0xffff_ffff_ffff) | self.src_head, self.src_tail))
     }
 
+    /// [`NextHop::l2_words`] when this next hop is a resolved gateway on a
+    /// port without IPv4 checksum offload (`FastPath::SoftwareChecksum`),
+    /// else `None`: the lane fast path's one load and one compare.
+    #[inline(always)]
+    pub fn fast_l2_words(&self) -> Option<(u64, u32)> {
+        let v = self.mac.load(Ordering::Relaxed);
+        (v >> 62 == (MAC_VALID | MAC_FAST_SOFTWARE) >> 62)
+            .then_some(((v & 0xffff_ffff_ffff) | self.src_head, self.src_tail))
+    }
+
     fn set_mac(&self, m: [u8; 6]) {
         let v = u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
-        self.mac.store(v | MAC_VALID, Ordering::Relaxed);
+        let fast = if self.fast_path == FastPath::SoftwareChecksum {
+            MAC_FAST_SOFTWARE
+        } else {
+            0
+        };
+        self.mac.store(v | MAC_VALID | fast, Ordering::Relaxed);
     }
 }
 
@@ -759,8 +777,10 @@ mod tests {
         assert_eq!(gw.kind, NhKind::Gateway(gw1));
         assert_eq!(gw.mac(), None);
         assert_eq!(gw.l2_words(), None);
+        assert_eq!(gw.fast_l2_words(), None);
         assert!(r.learn(0, gw1, [2, 0, 0, 0, 7, 7]));
         assert_eq!(gw.mac(), Some([2, 0, 0, 0, 7, 7]));
+        assert_eq!(gw.fast_l2_words(), gw.l2_words());
         // The fast path's two words are the gateway's MAC, then the port's.
         let (head, tail) = gw.l2_words().unwrap();
         let mut l2 = head.to_le_bytes().to_vec();
@@ -794,6 +814,11 @@ mod tests {
         assert_eq!(conn.fast_path, FastPath::No);
         assert_eq!(gw.fast_path, FastPath::SoftwareChecksum);
         assert_eq!(g2.fast_path, FastPath::OffloadedChecksum);
+        // The one-compare test admits the software-checksum gateway alone.
+        assert!(g2.l2_words().is_some());
+        assert_eq!(g2.fast_l2_words(), None);
+        assert_eq!(local.fast_l2_words(), None);
+        assert_eq!(conn.fast_l2_words(), None);
         let v6 =
             r.v6.lookup("2001:db8:1::1".parse::<Ipv6Addr>().unwrap().octets())
                 .unwrap();

@@ -385,8 +385,33 @@ pub fn header_checksum(header: &[u8]) -> u16 {
 /// change is + 1: a one's-complement sum does not depend on byte order
 /// (RFC 1071), and 0xffff reads the same both ways. That spares two byte
 /// swaps per packet.
+///
+/// The TTL must be at least 1 (callers decide first: a router sends Time
+/// Exceeded for a TTL <= 1).
+///
+/// Read as one little-endian word, bytes 8..12 hold the TTL at bit 0 and
+/// the checksum's high byte at bit 16, its low byte at bit 24: adding
+/// 0xffff takes one off the TTL (no borrow, as it is not 0) and adds 0x0100
+/// to the checksum, whose carry out of the high byte lands on the low byte,
+/// which is the end-around carry. Only a low byte of 0xff breaks that (its
+/// own carry would leave the word, and 0xfeff + 0x0100 makes 0xffff, to be
+/// written as 0x0000): those checksums, one in 256, take the 16-bit sum.
 #[inline(always)]
 pub fn decrement_ttl_v4(ip: &mut [u8]) {
+    let w: &mut [u8; 4] = (&mut ip[8..12]).try_into().expect("4 bytes");
+    debug_assert!(w[0] != 0, "decrement_ttl_v4 on a TTL of 0");
+    if w[3] != 0xff {
+        *w = u32::from_le_bytes(*w).wrapping_add(0xffff).to_le_bytes();
+    } else {
+        decrement_ttl_v4_by_sum(ip);
+    }
+}
+
+/// [`decrement_ttl_v4`] by the 16-bit one's-complement sum, for every
+/// checksum.
+#[cold]
+#[inline(never)]
+fn decrement_ttl_v4_by_sum(ip: &mut [u8]) {
     ip[8] -= 1;
     let c = u32::from(u16::from_le_bytes([ip[10], ip[11]])) + 1;
     let c = ((c & 0xffff) + (c >> 16)) as u16;

@@ -377,14 +377,15 @@ fn forward_plain_v4<P: PacketBuf>(nexthops: &[NextHop], pkt: &mut P, raw: u64) -
         return None; // a group or a miss
     }
     let nh = nexthops.get(raw as usize)?;
-    // One compare for the common case; a port with checksum offload takes
-    // its own (out-of-line) copy of the rewrite.
-    match nh.fast_path {
-        FastPath::SoftwareChecksum => {}
-        FastPath::OffloadedChecksum => return forward_plain_v4_offloaded(nh, pkt),
-        FastPath::No => return None,
-    }
-    let (l2_head, l2_tail) = nh.l2_words()?;
+    // One compare for the common case (a resolved gateway on a port
+    // without checksum offload); a port with checksum offload takes its
+    // own (out-of-line) copy of the rewrite.
+    let Some((l2_head, l2_tail)) = nh.fast_l2_words() else {
+        return match nh.fast_path {
+            FastPath::OffloadedChecksum => forward_plain_v4_offloaded(nh, pkt),
+            FastPath::SoftwareChecksum | FastPath::No => None,
+        };
+    };
     let frame = plain_v4_frame(pkt.data_mut(), nh.mtu)?;
     decrement_ttl_v4(&mut frame[14..34]);
     frame[..8].copy_from_slice(&l2_head.to_le_bytes());

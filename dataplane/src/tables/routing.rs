@@ -181,7 +181,7 @@ impl NextHop {
     #[inline(always)]
     pub fn l2_words(&self) -> Option<(u64, u32)> {
         let v = self.mac.load(Ordering::Relaxed);
-        (v & MAC_VALID != 0).then_some(((v & 0xffff_ffff_ffff) | self.src_head, self.src_tail))
+        (v & MAC_VALID != 0).then(|| self.l2_words_of(v))
     }
 
     /// [`NextHop::l2_words`] when this next hop is a resolved gateway on a
@@ -190,8 +190,13 @@ impl NextHop {
     #[inline(always)]
     pub fn fast_l2_words(&self) -> Option<(u64, u32)> {
         let v = self.mac.load(Ordering::Relaxed);
-        (v >> 62 == (MAC_VALID | MAC_FAST_SOFTWARE) >> 62)
-            .then_some(((v & 0xffff_ffff_ffff) | self.src_head, self.src_tail))
+        (v >> 62 == (MAC_VALID | MAC_FAST_SOFTWARE) >> 62).then(|| self.l2_words_of(v))
+    }
+
+    /// The two words of [`NextHop::l2_words`] from a value of `mac`.
+    #[inline(always)]
+    fn l2_words_of(&self, mac: u64) -> (u64, u32) {
+        ((mac & 0xffff_ffff_ffff) | self.src_head, self.src_tail)
     }
 
     fn set_mac(&self, m: [u8; 6]) {
@@ -589,7 +594,7 @@ impl Routing {
         let on_link = match ip {
             // A subnet's broadcast address is no neighbour.
             IpAddr::V4(a) => p.on_link_v4(a) && !p.is_broadcast_v4(a),
-            IpAddr::V6(a) => p.on_link_v6(a) || a.segments()[0] & 0xffc0 == 0xfe80,
+            IpAddr::V6(a) => p.on_link_v6(a) || a.is_unicast_link_local(),
         };
         if !on_link {
             return false;

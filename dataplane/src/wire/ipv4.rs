@@ -381,11 +381,6 @@ pub fn header_checksum(header: &[u8]) -> u16 {
 /// high byte of the 16-bit word at offset 8, so the checksum gains 0x0100
 /// (RFC 1624 eqn. 3 with m' = m - 0x0100), end-around carry included; a
 /// result of 0xffff is written as 0x0000, as a full recomputation gives.
-/// The sum is taken on the checksum read little-endian, where the same
-/// change is + 1: a one's-complement sum does not depend on byte order
-/// (RFC 1071), and 0xffff reads the same both ways. That spares two byte
-/// swaps per packet.
-///
 /// The TTL must be at least 1 (callers decide first: a router sends Time
 /// Exceeded for a TTL <= 1).
 ///
@@ -407,8 +402,10 @@ pub fn decrement_ttl_v4(ip: &mut [u8]) {
     }
 }
 
-/// [`decrement_ttl_v4`] by the 16-bit one's-complement sum, for every
-/// checksum.
+/// [`decrement_ttl_v4`] by the 16-bit one's-complement sum, right for every
+/// checksum. The sum is taken on the checksum read little-endian, where the
+/// change is + 1: a one's-complement sum does not depend on byte order
+/// (RFC 1071), and 0xffff reads the same both ways.
 #[cold]
 #[inline(never)]
 fn decrement_ttl_v4_by_sum(ip: &mut [u8]) {

@@ -51,7 +51,7 @@ impl Config {
         let on_link = |p: &PortSection| match ip {
             std::net::IpAddr::V4(a) => p.ipv4.iter().any(|c| c.get_ref().contains(a)),
             std::net::IpAddr::V6(a) => {
-                p.ipv6.iter().any(|c| c.get_ref().contains(a)) || a.segments()[0] & 0xffc0 == 0xfe80
+                p.ipv6.iter().any(|c| c.get_ref().contains(a)) || a.is_unicast_link_local()
             }
         };
         if let Some(why) = self.no_station(ip) {
@@ -80,8 +80,7 @@ impl Config {
         }
         // A link-local address is on every IPv6 link: which port it is on
         // only the config can say (the first port would be a guess).
-        let link_local =
-            matches!(ip, std::net::IpAddr::V6(a) if a.segments()[0] & 0xffc0 == 0xfe80);
+        let link_local = matches!(ip, std::net::IpAddr::V6(a) if a.is_unicast_link_local());
         if link_local && self.ports.iter().filter(|p| on_link(p)).count() > 1 {
             return Err(loc.error(
                 span,

@@ -6,8 +6,9 @@
 //! segment addressed to the input port's MAC, holding exactly an untagged
 //! IPv4 packet without options whose header `parse` accepts
 //! ([`Parse::fast_v4`]; a padded frame becomes plain once the full parse
-//! trimmed it) — gets its addresses (and, when a stage before the forwarder reads them,
-//! its flow key) written here and its `Meta` left alone; every other frame
+//! trimmed it) and whose addresses pass the forwarder's martian screen
+//! ([`Lane::screen`]) — gets its addresses (and, when a stage before the
+//! forwarder reads them, its flow key) written here and its `Meta` left alone; every other frame
 //! gets the full parse into its `Meta`, exactly as the `parse` stage does.
 //! Stages then read plain packets from the lane and everything else from
 //! `Meta`. A stage that needs more of a plain packet than the lane holds
@@ -26,6 +27,7 @@
 //! sweep and the forwarder (`early`), the sweep also writes each plain
 //! packet's flow key, which such a stage reads.
 use super::parse::{FastV4, Parse};
+use super::route::martians::V4Screen;
 use super::{FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
 
@@ -52,6 +54,12 @@ pub struct Lane {
     /// packets with such sources: `martians::Martians`). Cleared for
     /// every burst.
     pub built: u32,
+    /// The forwarder's martian screen ([`V4Screen`], set by the pipeline
+    /// from its stages): a frame whose addresses it marks suspect does not
+    /// take the lane but the full parse, and the forwarder decides it
+    /// among the other packets. So a plain packet is never martian, and
+    /// the forwarder's fast path checks no received packet's addresses.
+    pub screen: V4Screen,
 }
 
 impl Default for Lane {
@@ -65,6 +73,7 @@ impl Default for Lane {
             dst: [0; BURST_SIZE],
             keys: [FlowKeyV4::default(); BURST_SIZE],
             built: 0,
+            screen: V4Screen::OPEN,
         }
     }
 }
@@ -179,12 +188,18 @@ impl Lane {
             if let Some((h, k)) =
                 Parse::fast_v4_keyed_as(pkt.data(), pkt.pkt_len(), port_mac, VERIFY, L4)
             {
+                if self.screen.suspect(h.src, h.dst) != 0 {
+                    return false;
+                }
                 self.keys[i] = k;
                 self.src[i] = h.src;
                 self.dst[i] = h.dst;
                 return true;
             }
         } else if let Some(h) = Parse::fast_v4_as(pkt.data(), pkt.pkt_len(), port_mac, VERIFY, L4) {
+            if self.screen.suspect(h.src, h.dst) != 0 {
+                return false;
+            }
             self.src[i] = h.src;
             self.dst[i] = h.dst;
             return true;
@@ -348,6 +363,52 @@ mod tests {
                 0
             );
             assert_eq!(meta[5].verdict, Verdict::Drop(DropReason::BadTotalLen));
+        }
+    }
+
+    /// A frame whose addresses the screen marks suspect (here a loopback
+    /// source, by RFC 1812's tables) stays off the lane with its full
+    /// parse, for the forwarder to decide; without a screen it is plain.
+    #[test]
+    fn screened_addresses_stay_off_the_lane() {
+        let mut v = Vec::new();
+        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 9], US)
+            .ipv4([127, 0, 0, 9], [198, 18, 1, 7], 64)
+            .udp(4000, 53)
+            .write(&mut v, &[7; 18])
+            .unwrap();
+        let screens = [
+            (
+                *crate::pipeline::route::martians::Martians::none().screen(),
+                0b01,
+            ),
+            (V4Screen::OPEN, 0b11),
+        ];
+        for (screen, want) in screens {
+            for early in [false, true] {
+                let mut pkts = Burst::<VecPacket>::new();
+                assert!(pkts.push(VecPacket::new(udp4(US))).is_ok());
+                assert!(pkts.push(VecPacket::new(v.clone())).is_ok());
+                let mut meta = new_meta_burst();
+                let mut lane = Lane {
+                    screen,
+                    ..Lane::default()
+                };
+                lane.sweep(
+                    &Parse::default(),
+                    early,
+                    &mut pkts,
+                    &mut meta,
+                    0,
+                    mac_word(US),
+                );
+                assert_eq!(lane.plain, want, "early {early}");
+                if want & 2 == 0 {
+                    assert_eq!(meta[1].verdict, Verdict::Continue);
+                    assert_eq!(meta[1].l3, L3::Ipv4);
+                    assert_eq!(meta[1].key.src_v4(), 0x7f00_0009);
+                }
+            }
         }
     }
 }

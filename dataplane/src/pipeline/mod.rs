@@ -39,6 +39,7 @@ use count::CountStage;
 use forward::Forward;
 use lb::LbStage;
 use parse::Parse;
+use route::martians::V4Screen;
 use route::RouteStage;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -163,6 +164,12 @@ pub trait StageOps {
         Self::SPEC.forwards
     }
 
+    /// The screen the parse sweep keeps suspect addresses off the lane by
+    /// ([`Lane::screen`]): the forwarder's, from its tables in force.
+    fn lane_screen(&self) -> Option<V4Screen> {
+        None
+    }
+
     /// When the stage is the whole pipeline: sends a burst whole to one
     /// port without any `Meta` (rewriting it as needed), returning the
     /// port, or `None` for the per-packet path (`run_and_dispatch`).
@@ -214,6 +221,10 @@ impl Stage {
 
     fn forwards(&self) -> bool {
         each_stage!(self, s => StageOps::forwards(s))
+    }
+
+    fn lane_screen(&self) -> Option<V4Screen> {
+        each_stage!(self, s => StageOps::lane_screen(s))
     }
 
     #[inline(always)]
@@ -278,6 +289,9 @@ impl<T: StageOps> StageOps for Box<T> {
     fn whole_burst<P: PacketBuf>(&self, pkts: &mut Burst<P>, in_port: u16) -> Option<u16> {
         (**self).whole_burst(pkts, in_port)
     }
+    fn lane_screen(&self) -> Option<V4Screen> {
+        (**self).lane_screen()
+    }
 }
 
 /// A worker's pipeline instance (each worker owns one; tables inside are shared).
@@ -311,7 +325,7 @@ impl Pipeline {
         // Stages after the sweep up to and including the forwarder.
         let forwarder = stages.iter().position(Stage::forwards);
         let early = forwarder.is_none_or(|f| f > 1);
-        Pipeline {
+        let mut p = Pipeline {
             stages,
             profile: None,
             parse_leads,
@@ -319,7 +333,18 @@ impl Pipeline {
             early,
             lane: Lane::default(),
             port_macs: Vec::new(),
-        }
+        };
+        p.take_screen();
+        p
+    }
+
+    /// The lane's screen from the stages' tables in force.
+    fn take_screen(&mut self) {
+        self.lane.screen = self
+            .stages
+            .iter()
+            .find_map(Stage::lane_screen)
+            .unwrap_or(V4Screen::OPEN);
     }
 
     /// The ports' own (unicast) MACs, by port index: a unicast frame that
@@ -339,6 +364,7 @@ impl Pipeline {
         for s in &mut self.stages {
             s.rebind(set, worker);
         }
+        self.take_screen();
     }
 
     /// Runs the stages on the fast lane (default, where `parse` leads) or

@@ -5,7 +5,8 @@
 //!    service (from the small per-service records, [`Service4`]), and for
 //!    a packet this path can finish (IP-in-IP over IPv4, not a fragment
 //!    the service drops, not a later fragment, which has no ports to find
-//!    its service by, nor a martian source) the flow hash and ports, kept in the stage's side
+//!    its service by; a martian source never takes the lane, see
+//!    [`crate::pipeline::Lane::screen`]) the flow hash and ports, kept in the stage's side
 //!    arrays ([`Side`]); the connection table's bucket for the hash is
 //!    prefetched. Nothing changes state here, so the order of the packets
 //!    does not matter yet.
@@ -30,7 +31,6 @@
 use super::encap::encap_v4_plain;
 use super::{tcp_closing, Flow, LbState, PROTO_ICMP, PROTO_TCP};
 use crate::burst::{Burst, BURST_SIZE};
-use crate::pipeline::route::martians::v4_martian;
 use crate::pipeline::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3,
 };
@@ -135,9 +135,10 @@ impl LbState {
                 .data()
                 .get(20..22)
                 .map_or(0x3fff, |f| u16::from_be_bytes([f[0], f[1]]) & 0x3fff);
-            // A later fragment has no ports to find its service by, and a
-            // martian source is `route`'s to drop: the general code.
-            if frag_bits & 0x1fff != 0 || v4_martian(&self.own, lane.src[i], dst).is_some() {
+            // A later fragment has no ports to find its service by: the
+            // general code. (A martian source is not on the lane: the
+            // sweep screened it off with the route's tables, this stage's.)
+            if frag_bits & 0x1fff != 0 {
                 others |= bit;
                 continue;
             }

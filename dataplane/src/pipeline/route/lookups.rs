@@ -44,25 +44,27 @@ impl Lookups {
         self.n4 = n + 1;
     }
 
-    /// A plain IPv4 packet (slot `i`, header fields `h`, `Meta` not filled):
-    /// dropped here if its addresses are martian (`own`: the route's
-    /// `Martians`, or `Martians::none` for a packet the router built),
-    /// else queued for the lookup. Its bit in the fast-path mask (0 when
-    /// dropped).
+    /// A plain IPv4 packet (slot `i`, header fields `h`, `Meta` not filled)
+    /// queued for the lookup; one the router `built` (its addresses
+    /// written after the sweep's martian screen) is first checked by
+    /// RFC 1812's tables ([`Martians::none`]) and dropped here if martian.
+    /// Its bit in the fast-path mask (0 when dropped).
     #[inline(always)]
     pub(super) fn push_plain_v4(
         &mut self,
-        own: &Martians,
+        built: bool,
         h: FastV4,
         m: &mut Meta,
         i: usize,
         in_port: u16,
     ) -> u32 {
-        if let Some(reason) = v4_martian(own, h.src, h.dst) {
-            // Decided here: its `Meta` gets what every decided packet's has.
-            m.verdict = Verdict::Drop(reason);
-            m.in_port = in_port;
-            return 0;
+        if built {
+            if let Some(reason) = v4_martian(Martians::none(), h.src, h.dst) {
+                // Decided here: its `Meta` gets what every decided packet's has.
+                m.verdict = Verdict::Drop(reason);
+                m.in_port = in_port;
+                return 0;
+            }
         }
         self.push_v4(h.dst, i);
         1 << i

@@ -5,12 +5,12 @@ use crate::tables::routing::{subnet_broadcast, PortAddrs};
 use std::net::Ipv6Addr;
 
 /// Martian flags (see [`v4_martian`]): by a destination's top byte,
-/// [`Martians::dst_top`]...
+/// [`V4Screen::dst_top`]...
 const DST_BAD: u8 = 1;
 const DST_LOCAL: u8 = 2;
-/// ... by a source's top byte, [`Martians::src_top`] ...
+/// ... by a source's top byte, [`V4Screen::src_top`] ...
 const SRC_BAD: u8 = 4;
-/// ... and by a source's low byte, [`Martians::src_low`]: the low byte of
+/// ... and by a hash of the source, [`V4Screen::src_hash`]: the slot of
 /// one of the router's addresses (or a subnet broadcast); only an exact
 /// compare says whether the source is one.
 const SRC_MAYBE_OWN: u8 = 8;
@@ -41,11 +41,14 @@ const fn top_tables() -> ([u8; 256], [u8; 256]) {
 /// snapshot, rebuilt on reload) from the ports' addresses.
 ///
 /// The data path asks about every packet, so the IPv4 question is three
-/// byte loads from here ORed, branch-free ([`v4_suspect`]): one by the
-/// destination's top byte, one by the source's, and one by the source's
-/// low byte, which marks the low bytes of the router's addresses and
-/// broadcasts; only a packet whose source has one of them (a host `.1` or
-/// `.255` on another subnet, say) is compared exactly.
+/// byte loads ORed, branch-free ([`V4Screen::suspect`]): one by the
+/// destination's top byte, one by the source's, and one by a hash of the
+/// source, which marks the slots of the router's addresses and
+/// broadcasts; only a packet whose source shares one of them is compared
+/// exactly. The parse sweep asks it of every plain packet, and a suspect
+/// takes the general path: so the hash spreads sources over
+/// [`SRC_SLOTS`] slots (the low byte alone made every `.1` and `.255`
+/// host on any subnet a suspect, a burst in four on a random feed).
 ///
 /// A packet the router built itself (an `lb` encapsulation, whose outer
 /// source is a configured address, normally the router's) is checked
@@ -53,9 +56,7 @@ const fn top_tables() -> ([u8; 256], [u8; 256]) {
 /// RFC 1812's tables without the router's addresses.
 #[derive(Debug, Clone)]
 pub struct Martians {
-    dst_top: [u8; 256],
-    src_top: [u8; 256],
-    src_low: [u8; 256],
+    screen: V4Screen,
     /// The IPv4 addresses, sorted.
     v4: Vec<u32>,
     /// The IPv6 addresses, and their last bytes as a 256-bit filter.
@@ -63,11 +64,46 @@ pub struct Martians {
     v6_last: [u64; 4],
 }
 
+/// The three byte tables of the IPv4 question, apart from the exact
+/// lists: what the parse sweep asks of every plain packet
+/// ([`crate::pipeline::Lane::screen`]), so that a suspect never takes the
+/// lane and the route's fast path needs no pass of its own for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V4Screen {
+    /// Flags by a destination's top byte (`DST_BAD`, `DST_LOCAL`).
+    dst_top: [u8; 256],
+    /// Flags by a source's top byte (`SRC_BAD`).
+    src_top: [u8; 256],
+    /// `SRC_MAYBE_OWN` in the slots ([`filter_slot`]) of the router's
+    /// addresses and its subnets' broadcasts.
+    src_hash: [u8; SRC_SLOTS],
+}
+
+impl V4Screen {
+    /// Nothing suspect: the screen of a pipeline without route tables.
+    pub const OPEN: V4Screen = V4Screen {
+        dst_top: [0; 256],
+        src_top: [0; 256],
+        src_hash: [0; SRC_SLOTS],
+    };
+
+    /// Non-zero when `src` → `dst` may be martian (see [`Martians`]):
+    /// three byte loads ORed, no branch.
+    #[inline(always)]
+    pub fn suspect(&self, src: u32, dst: u32) -> u8 {
+        self.dst_top[(dst >> 24) as usize]
+            | self.src_top[(src >> 24) as usize]
+            | self.src_hash[filter_slot(src)]
+    }
+}
+
 /// [`Martians::none`].
 static NONE: Martians = Martians {
-    dst_top: top_tables().0,
-    src_top: top_tables().1,
-    src_low: [0; 256],
+    screen: V4Screen {
+        dst_top: top_tables().0,
+        src_top: top_tables().1,
+        src_hash: [0; SRC_SLOTS],
+    },
     v4: Vec::new(),
     v6: Vec::new(),
     v6_last: [0; 4],
@@ -81,12 +117,16 @@ impl Default for Martians {
     }
 }
 
-/// [`Martians::src_low`]'s index for an IPv4 source: its low byte (one
-/// byte load on the lane; a hash would spread the few addresses a router
-/// has no better).
+/// Slots of [`V4Screen::src_hash`]: a 4 KiB table, which stays in the
+/// first-level cache beside the route table's lines.
+pub const SRC_SLOTS: usize = 1 << 12;
+
+/// [`V4Screen::src_hash`]'s index for an IPv4 source: a multiplicative
+/// (Fibonacci) hash's top 12 bits, so that addresses alike in any byte
+/// (`.1` on every subnet, one subnet's hosts) spread over the slots.
 #[inline(always)]
 fn filter_slot(src: u32) -> usize {
-    usize::from(src as u8)
+    (src.wrapping_mul(0x9e37_79b1) >> (32 - SRC_SLOTS.trailing_zeros())) as usize
 }
 
 impl Martians {
@@ -108,7 +148,7 @@ impl Martians {
         v6.sort_unstable();
         v6.dedup();
         for &a in &v4 {
-            s.src_low[filter_slot(a)] |= SRC_MAYBE_OWN;
+            s.screen.src_hash[filter_slot(a)] |= SRC_MAYBE_OWN;
         }
         for a in &v6 {
             let b = usize::from(a[15]);
@@ -124,6 +164,12 @@ impl Martians {
     #[inline(always)]
     pub fn none() -> &'static Martians {
         &NONE
+    }
+
+    /// The IPv4 screen: a packet it passes is not martian.
+    #[inline(always)]
+    pub fn screen(&self) -> &V4Screen {
+        &self.screen
     }
 
     /// `self`, or [`Martians::none`] for slot `i` when its bit in `built`
@@ -161,10 +207,9 @@ impl Martians {
 /// `broadcast`; the rest of 224/3, multicast and reserved, handled as local
 /// but not answered: `local_unhandled`), then sources that must not appear
 /// on the wire (0/8, 127/8, 224/3, and the router's own addresses and its
-/// subnets' broadcasts in `own`: `bad_address`, 5.3.7). One table load
-/// per address and one more for the source's low byte: every forwarded
-/// packet passes here. (Subnet broadcasts as destinations are found by the
-/// lookup: see the stage's doc.)
+/// subnets' broadcasts in `own`: `bad_address`, 5.3.7): the screen's
+/// three loads, then the exact compare for a suspect. (Subnet broadcasts
+/// as destinations are found by the lookup: see the stage's doc.)
 #[inline(always)]
 pub(crate) fn v4_martian(own: &Martians, src: u32, dst: u32) -> Option<DropReason> {
     match v4_suspect(own, src, dst) {
@@ -179,9 +224,7 @@ pub(crate) fn v4_martian(own: &Martians, src: u32, dst: u32) -> Option<DropReaso
 /// suspect here, and not martian there).
 #[inline(always)]
 pub(crate) fn v4_suspect(own: &Martians, src: u32, dst: u32) -> u8 {
-    own.dst_top[(dst >> 24) as usize]
-        | own.src_top[(src >> 24) as usize]
-        | own.src_low[filter_slot(src)]
+    own.screen.suspect(src, dst)
 }
 
 #[cold]
@@ -349,7 +392,7 @@ mod tests {
         }
         assert!(shared > 100, "the filter is exercised: {shared}");
         // An empty set marks nothing.
-        assert!(Martians::default().src_low.iter().all(|&f| f == 0));
+        assert!(Martians::default().screen.src_hash.iter().all(|&f| f == 0));
     }
 
     /// The IPv6 own addresses, link-local included, are `bad_address` as

@@ -57,7 +57,7 @@ use crate::tables::set::TableSet;
 use crate::tables::{raw_value, RouteLookup, MISS};
 use crate::wire::ipv6::decrement_hop_limit;
 use lookups::Lookups;
-use martians::{v4_martian, v4_suspect, v6_scope_martian, Martians};
+use martians::{v4_martian, v6_scope_martian, Martians, V4Screen};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -97,6 +97,10 @@ impl StageOps for RouteStage {
 
     fn tables_report(&self) -> Option<&'static dyn TablesReport> {
         Some(&RouteTablesReport)
+    }
+
+    fn lane_screen(&self) -> Option<V4Screen> {
+        Some(*self.routing.martians.screen())
     }
 }
 
@@ -164,37 +168,31 @@ impl RouteStage {
         // A packet still on the lane is undecided (a stage that decided
         // one took it off: see `lane`).
         lane.debug_check_undecided(meta);
-        if plain == mask_below(n) {
-            // Every packet plain (the common burst, also after an ACL that
-            // let it all through): with no martian among them,
-            // the lane's destinations are the lookup's addresses as they
-            // stand, in slot order.
-            // Packets the router built (`lb`'s) are no received ones: they
-            // may come from its own addresses (a branch per burst).
-            let martians = if lane.built == 0 {
-                martian_mask(&r.martians, lane, n, 0)
+        // Plain packets passed the martian screen in the sweep (the
+        // pipeline gives the lane this stage's: `lane_screen`); only those
+        // the router built (`lb`'s, whose addresses it wrote after the
+        // sweep, from its own by design) are checked here, without the
+        // router's addresses ([`Martians::none`]).
+        debug_assert!(plain == 0 || lane.screen == *r.martians.screen());
+        let built = lane.built & plain;
+        if plain == mask_below(n) && (built == 0 || built_martians(lane, built) == 0) {
+            // Every packet plain and none martian (the common burst, also
+            // after an ACL that let it all through): the lane's
+            // destinations are the lookup's addresses as they stand, in
+            // slot order.
+            lane.plain = 0;
+            let parse = lane.parse;
+            let q = V4Queue::AllPlain(&lane.dst[..n]);
+            self.forward_fused(&parse, pkts, meta, q, &look, lane.in_port, ctx, fast_tx);
+            return;
+        }
+        for (i, m) in meta[..n].iter_mut().enumerate() {
+            let bit = 1 << i;
+            if plain & bit == 0 {
+                let own = r.martians.for_slot(lane.built, i);
+                look.classify(r, own, pkts, m, i, ctx);
             } else {
-                martian_mask(&r.martians, lane, n, lane.built)
-            };
-            if martians == 0 {
-                lane.plain = 0;
-                let parse = lane.parse;
-                let q = V4Queue::AllPlain(&lane.dst[..n]);
-                self.forward_fused(&parse, pkts, meta, q, &look, lane.in_port, ctx, fast_tx);
-                return;
-            }
-            for (i, m) in meta[..n].iter_mut().enumerate() {
-                let own = r.martians.for_slot(lane.built, i);
-                fast |= look.push_plain_v4(own, lane.v4(i), m, i, lane.in_port);
-            }
-        } else {
-            for (i, m) in meta[..n].iter_mut().enumerate() {
-                let own = r.martians.for_slot(lane.built, i);
-                if plain & (1 << i) == 0 {
-                    look.classify(r, own, pkts, m, i, ctx);
-                } else {
-                    fast |= look.push_plain_v4(own, lane.v4(i), m, i, lane.in_port);
-                }
+                fast |= look.push_plain_v4(built & bit != 0, lane.v4(i), m, i, lane.in_port);
             }
         }
         // From here every packet's verdict is in its `Meta` (stages after
@@ -324,34 +322,18 @@ fn forward_v4_general<P: PacketBuf>(
     forward(r, limiter, p, m, val, false, ctx)
 }
 
-/// The slots of the burst's `n` plain packets whose addresses are martian
-/// ([`v4_martian`]), those of `built` checked without `own` (see
-/// [`Lane::built`]; a constant 0 compiles the choice away). One
-/// branch-free pass ([`v4_suspect`]), then the suspects alone are decided.
-#[inline(always)]
-fn martian_mask(own: &Martians, lane: &Lane, n: usize, built: u32) -> u32 {
-    let addrs = lane.src[..n].iter().zip(&lane.dst[..n]);
-    let suspects = addrs.enumerate().fold(0u32, |m, (i, (&src, &dst))| {
-        let own = own.for_slot(built, i);
-        m | u32::from(v4_suspect(own, src, dst) != 0) << i
-    });
-    if suspects == 0 {
-        0
-    } else {
-        decide_suspects(own, lane, built, suspects)
-    }
-}
-
-/// [`martian_mask`]'s suspects that are martian.
+/// The slots of `built` (plain packets the router built, see
+/// [`Lane::built`]) whose addresses are martian ([`v4_martian`] without the
+/// router's own addresses: [`Martians::none`]).
 #[cold]
 #[inline(never)]
-fn decide_suspects(own: &Martians, lane: &Lane, built: u32, suspects: u32) -> u32 {
-    let (mut martians, mut left) = (0, suspects);
+fn built_martians(lane: &Lane, built: u32) -> u32 {
+    let (mut martians, mut left) = (0, built);
     while left != 0 {
         let i = left.trailing_zeros() as usize % BURST_SIZE;
         left &= left - 1;
-        let own = own.for_slot(built, i);
-        martians |= u32::from(v4_martian(own, lane.src[i], lane.dst[i]).is_some()) << i;
+        let bad = v4_martian(Martians::none(), lane.src[i], lane.dst[i]).is_some();
+        martians |= u32::from(bad) << i;
     }
     martians
 }

@@ -8,8 +8,9 @@
 //! ([`Parse::fast_v4`]; a padded frame becomes plain once the full parse
 //! trimmed it) and whose addresses pass the forwarder's martian screen
 //! ([`Lane::screen`]) — gets its addresses (and, when a stage before the
-//! forwarder reads them, its flow key) written here and its `Meta` left alone; every other frame
-//! gets the full parse into its `Meta`, exactly as the `parse` stage does.
+//! forwarder reads them, its flow key) written here and its `Meta` left
+//! alone; every other frame gets the full parse into its `Meta`, exactly
+//! as the `parse` stage does.
 //! Stages then read plain packets from the lane and everything else from
 //! `Meta`. A stage that needs more of a plain packet than the lane holds
 //! calls [`Lane::materialize`] (the full parse into its `Meta`), after which

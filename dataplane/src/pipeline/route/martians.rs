@@ -87,8 +87,10 @@ impl V4Screen {
         src_hash: [0; SRC_SLOTS],
     };
 
-    /// Non-zero when `src` → `dst` may be martian (see [`Martians`]):
-    /// three byte loads ORed, no branch.
+    /// [`v4_martian`]'s first step, branch-free: 0 for a packet that is
+    /// surely not martian, else the flags [`v4_martian`] decides it by (a
+    /// source that only shares its hash slot with one of the router's
+    /// addresses is suspect here, and not martian there).
     #[inline(always)]
     pub fn suspect(&self, src: u32, dst: u32) -> u8 {
         self.dst_top[(dst >> 24) as usize]
@@ -212,19 +214,10 @@ impl Martians {
 /// as destinations are found by the lookup: see the stage's doc.)
 #[inline(always)]
 pub(crate) fn v4_martian(own: &Martians, src: u32, dst: u32) -> Option<DropReason> {
-    match v4_suspect(own, src, dst) {
+    match own.screen.suspect(src, dst) {
         0 => None,
         f => v4_martian_reason(own, f, src, dst),
     }
-}
-
-/// [`v4_martian`]'s first step, branch-free: 0 for a packet that is surely
-/// not martian, else the flags [`v4_martian`] decides it by (a source
-/// that only shares its low byte with one of the router's addresses is
-/// suspect here, and not martian there).
-#[inline(always)]
-pub(crate) fn v4_suspect(own: &Martians, src: u32, dst: u32) -> u8 {
-    own.screen.suspect(src, dst)
 }
 
 #[cold]

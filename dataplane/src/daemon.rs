@@ -555,15 +555,18 @@ pub fn run(
             promiscuous: p.promiscuous,
             mac: p.mac.as_ref().map(|m| m.get_ref().0),
             ipv4_checksum_offload: p.tx_checksum_offload,
+            rx_ipv4_checksum_offload: p.rx_checksum_offload,
         };
         let port = Port::configure(dev, &pc, pool.clone())
             .with_context(|| format!("port `{}` ({dev})", p.name.get_ref()))?;
         tracing::info!(port = %p.name.get_ref(), device = dev, driver = %port.info().driver,
             mac = %config::Mac(port.mac()), rx_queues = pc.rx_queues, tx_queues = pc.tx_queues,
+            rx_offloads = %port.rx_offload_names().join(","),
             tx_offloads = %port.tx_offload_names().join(","), "port configured");
         ports.push(port);
     }
     let port_macs: Vec<[u8; 6]> = ports.iter().map(Port::mac).collect();
+    let rx_checksum_ports: Vec<bool> = ports.iter().map(Port::rx_ipv4_checksum_offload).collect();
     let peer_macs: Vec<[u8; 6]> = cfg
         .ports
         .iter()
@@ -680,7 +683,9 @@ pub fn run(
             .collect();
         let st = Arc::new(WorkerStats::default());
         worker_stats.push(st.clone());
-        let pipeline = build_worker_pipeline(cfg, res, &tables.load(), &port_macs, &peer_macs, w);
+        let mut pipeline =
+            build_worker_pipeline(cfg, res, &tables.load(), &port_macs, &peer_macs, w);
+        pipeline.set_rx_checksum_ports(&rx_checksum_ports);
         if w == 0 {
             stage_names = pipeline.stage_names();
         }
@@ -1173,6 +1178,7 @@ fn port_report(p: &config::PortSection, port: &Port) -> PortReport {
         device: p.device.get_ref().clone(),
         driver: port.info().driver.clone(),
         mac: config::Mac(port.mac()).to_string(),
+        rx_offloads: port.rx_offload_names(),
         tx_offloads: port.tx_offload_names(),
         ipackets: s.ipackets,
         opackets: s.opackets,

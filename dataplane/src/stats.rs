@@ -273,6 +273,8 @@ pub struct PortReport {
     pub device: String,
     pub driver: String,
     pub mac: String,
+    /// RX offloads enabled, by DPDK's names (`IPV4_CKSUM`, `RSS_HASH`).
+    pub rx_offloads: Vec<String>,
     /// TX offloads enabled, by DPDK's names (`IPV4_CKSUM`, `MBUF_FAST_FREE`).
     pub tx_offloads: Vec<String>,
     pub ipackets: u64,

@@ -8,8 +8,9 @@
 //! TTL / hop limit of 1. The final report must count all of it, with no mbuf
 //! leaked. Needs root; without it the test fails and says so.
 //!
-//! The same hosts on `net_tap` ports check the TX checksum offload: the
-//! tap PMD has it, af_packet does not. A flood into an af_packet port with a
+//! The same hosts on `net_tap` ports check the checksum offloads: the tap
+//! PMD has both (it fills in IPv4 header checksums on transmit and checks
+//! them on receive), af_packet neither. A flood into an af_packet port with a
 //! tiny ring checks that the ring overruns the PMD never reports show in
 //! the port report's kernel counters.
 use dataplane_tests::router_ns::{host_addrs, router_config, Running};
@@ -185,7 +186,10 @@ fn ipv4_header_errors(ns: &VethNs) -> u64 {
 /// checksum field zeroed and the PMD fills it in; without, the software
 /// update. Either way the receiving kernel checks every header checksum
 /// (a bad one is dropped and counted in `InHdrErrors`), so the echoes
-/// through the router arriving is the proof.
+/// through the router arriving is the proof. With `rx_checksum_offload`
+/// (also the default) the PMD checks received IPv4 header checksums and
+/// the router trusts its "good"; frames with a wrong one are dropped as
+/// `bad_checksum` either way.
 fn tap_hosts_ping_through(offload: bool) {
     assert!(have("ping"), "ping (iputils-ping) is not installed");
     let tag = if offload { "o" } else { "s" };
@@ -197,7 +201,7 @@ fn tap_hosts_ping_through(offload: bool) {
     let extra = if offload {
         ""
     } else {
-        "tx_checksum_offload = false"
+        "tx_checksum_offload = false\nrx_checksum_offload = false"
     };
     // Through a gateway as well (B, for a network on its loopback): the
     // fused fast path forwards those, the general path the connected ones.
@@ -234,8 +238,19 @@ fn tap_hosts_ping_through(offload: bool) {
     for ns in [&a, &b] {
         assert_eq!(ipv4_header_errors(ns), 0, "bad IPv4 headers in {}", ns.ns);
     }
+    // Headers with a wrong checksum, to B through the router: dropped as
+    // `bad_checksum` whether the tap PMD checked them (and flagged them
+    // bad) or the router summed them itself.
+    let router_mac = neighbor_mac(&a, "10.10.1.1");
+    send_bad_checksums(&a, &if_a, &router_mac, BAD_CHECKSUMS);
+    std::thread::sleep(Duration::from_millis(500));
 
     let r = running.stop();
+    assert_eq!(
+        r["drops"]["bad_checksum"], BAD_CHECKSUMS,
+        "{:#}",
+        r["drops"]
+    );
     for p in r["ports"].as_array().unwrap() {
         assert_eq!(p["driver"], "net_tap", "{p:#}");
         let offloads: Vec<&str> = p["tx_offloads"]
@@ -245,6 +260,13 @@ fn tap_hosts_ping_through(offload: bool) {
             .map(|o| o.as_str().unwrap())
             .collect();
         assert_eq!(offloads.contains(&"IPV4_CKSUM"), offload, "{p:#}");
+        let rx_offloads: Vec<&str> = p["rx_offloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_str().unwrap())
+            .collect();
+        assert_eq!(rx_offloads.contains(&"IPV4_CKSUM"), offload, "{p:#}");
         assert!(p["opackets"].as_u64().unwrap() >= 12, "{p:#}");
         assert_eq!(p["oerrors"], 0, "{p:#}");
     }
@@ -254,6 +276,59 @@ fn tap_hosts_ping_through(offload: bool) {
     for (ns, tap) in [(&ns_a, &if_a), (&ns_b, &if_b)] {
         assert!(!VethNs::exists(ns, tap), "{ns} / {tap} left behind");
     }
+}
+
+/// Frames of wrong IPv4 header checksum that `tap_hosts_ping_through`
+/// sends.
+const BAD_CHECKSUMS: u64 = 5;
+
+/// The MAC that host `ns` has learned for `ip` (its neighbour table).
+fn neighbor_mac(ns: &VethNs, ip: &str) -> String {
+    let out = ns.exec("ip").args(["neigh", "show", ip]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut words = text.split_whitespace();
+    words
+        .find(|w| *w == "lladdr")
+        .and_then(|_| words.next())
+        .unwrap_or_else(|| panic!("no MAC for {ip} in {}: {text}", ns.ns))
+        .to_owned()
+}
+
+/// Sends `n` UDP frames from host `ns` (10.10.1.2 on `iface`) to
+/// 10.10.2.2 through the router (`router_mac`), each with its IPv4 header
+/// checksum off by one, through a raw packet socket (the kernel would
+/// compute a right one).
+fn send_bad_checksums(ns: &VethNs, iface: &str, router_mac: &str, n: u64) {
+    let script = r#"
+import socket, struct, sys
+iface, dst_mac, n = sys.argv[1], bytes.fromhex(sys.argv[2].replace(":", "")), int(sys.argv[3])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((iface, 0))
+src_mac = s.getsockname()[4][:6]
+payload = b"bad-checksum"
+udp = struct.pack("!HHHH", 4000, 4001, 8 + len(payload), 0) + payload
+def csum(b):
+    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while t >> 16:
+        t = (t & 0xffff) + (t >> 16)
+    return ~t & 0xffff
+hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
+                  socket.inet_aton("10.10.1.2"), socket.inet_aton("10.10.2.2"))
+wrong = (csum(hdr) + 1) & 0xffff
+hdr = hdr[:10] + struct.pack("!H", wrong) + hdr[12:]
+for _ in range(n):
+    s.send(dst_mac + src_mac + b"\x08\x00" + hdr + udp)
+"#;
+    let st = ns
+        .exec("python3")
+        .args(["-c", script, iface, router_mac, &n.to_string()])
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "sending frames with bad checksums from {}",
+        ns.ns
+    );
 }
 
 #[test]

@@ -229,6 +229,11 @@ pub struct PortSection {
     /// offers that offload; `false` keeps the incremental update in software.
     #[serde(default = "yes")]
     pub tx_checksum_offload: bool,
+    /// Let the device verify received IPv4 header checksums when it offers
+    /// that offload: frames it marks good are not summed again in
+    /// software (any other frame still is); `false` sums every frame.
+    #[serde(default = "yes")]
+    pub rx_checksum_offload: bool,
     /// Interface addresses with their subnet, e.g. `192.0.2.1/24`.
     #[serde(default)]
     pub ipv4: Vec<Spanned<Ipv4Cidr>>,

@@ -134,6 +134,16 @@ impl Mbuf {
         m.__bindgen_anon_3.tx_offload = u64::from(l2_len & 0x7f) | u64::from(l3_len) << 7;
     }
 
+    /// Whether the receiving port verified the IPv4 header checksum and
+    /// found it good (`RTE_MBUF_F_RX_IP_CKSUM_GOOD`; set only by a port
+    /// with `RTE_ETH_RX_OFFLOAD_IPV4_CKSUM` enabled). Bad, unknown and
+    /// "not verified" all read false: the pipeline verifies those itself.
+    #[inline(always)]
+    pub fn rx_ipv4_checksum_good(&self) -> bool {
+        let mask = u64::from(dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_MASK);
+        self.raw().ol_flags & mask == u64::from(dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD)
+    }
+
     /// The (l2_len, l3_len) of a checksum request, if one is set.
     pub fn ipv4_checksum_request(&self) -> Option<(u8, u8)> {
         let m = self.raw();
@@ -347,6 +357,10 @@ impl PacketBuf for Mbuf {
     #[inline(always)]
     fn data_mut(&mut self) -> &mut [u8] {
         Mbuf::data_mut(self)
+    }
+    #[inline(always)]
+    fn rx_ipv4_checksum_good(&self) -> bool {
+        Mbuf::rx_ipv4_checksum_good(self)
     }
     #[inline(always)]
     fn pkt_len(&self) -> usize {

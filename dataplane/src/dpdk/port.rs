@@ -9,7 +9,7 @@ use super::error::{self, check, DpdkError};
 use super::mbuf::{free_bulk, slots_as_raw, Mbuf};
 use super::mempool::Mempool;
 use crate::burst::Burst;
-use std::ffi::{CStr, CString};
+use std::ffi::{c_char, CStr, CString};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,6 +20,7 @@ pub struct QueueId(pub u16);
 
 // Offload bits from rte_ethdev.h (RTE_BIT64 macros bindgen cannot evaluate).
 const RX_OFFLOAD_RSS_HASH: u64 = 1 << 19;
+pub const RX_OFFLOAD_IPV4_CKSUM: u64 = 1 << 1;
 pub const TX_OFFLOAD_IPV4_CKSUM: u64 = 1 << 1;
 const TX_OFFLOAD_MBUF_FAST_FREE: u64 = 1 << 16;
 
@@ -39,6 +40,9 @@ pub struct PortConfig {
     pub mac: Option<[u8; 6]>,
     /// Enable the device's IPv4 header checksum offload when it has one.
     pub ipv4_checksum_offload: bool,
+    /// Enable the device's IPv4 header checksum verification on receive
+    /// when it has one (`RTE_ETH_RX_OFFLOAD_IPV4_CKSUM`).
+    pub rx_ipv4_checksum_offload: bool,
 }
 
 /// What the device says it can do.
@@ -85,6 +89,7 @@ pub struct Port {
     name: String,
     info: DeviceInfo,
     started: bool,
+    rx_offloads: u64,
     tx_offloads: u64,
     /// The configured MAC when the device could not take it.
     soft_mac: Option<[u8; 6]>,
@@ -165,6 +170,10 @@ impl Port {
             conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads;
             conf.rxmode.offloads |= RX_OFFLOAD_RSS_HASH & info.rx_offload_capa;
         }
+        if cfg.rx_ipv4_checksum_offload {
+            conf.rxmode.offloads |= RX_OFFLOAD_IPV4_CKSUM & info.rx_offload_capa;
+        }
+        let rx_offloads = conf.rxmode.offloads;
         if let Some(mtu) = cfg.mtu {
             if mtu < info.min_mtu || mtu > info.max_mtu {
                 return Err(DpdkError::Invalid(format!(
@@ -261,6 +270,7 @@ impl Port {
             name: name.to_owned(),
             info,
             started: false,
+            rx_offloads,
             tx_offloads,
             soft_mac,
             rx_taken: vec![false; cfg.rx_queues as usize],
@@ -292,22 +302,27 @@ impl Port {
         self.tx_offloads & TX_OFFLOAD_IPV4_CKSUM != 0
     }
 
+    /// Whether the device verifies IPv4 header checksums on receive and
+    /// says so in each mbuf's `ol_flags` ([`crate::dpdk::Mbuf`]'s
+    /// `rx_ipv4_checksum_good`).
+    pub fn rx_ipv4_checksum_offload(&self) -> bool {
+        self.rx_offloads & RX_OFFLOAD_IPV4_CKSUM != 0
+    }
+
     /// The enabled TX offloads by DPDK's names (`IPV4_CKSUM`, ...).
     pub fn tx_offload_names(&self) -> Vec<String> {
-        (0..64)
-            .map(|b| 1u64 << b)
-            .filter(|bit| self.tx_offloads & bit != 0)
-            .map(|bit| {
-                // SAFETY: returns a static string (or "UNKNOWN") for any bit.
-                let p = unsafe { dpdk_sys::rte_eth_dev_tx_offload_name(bit) };
-                if p.is_null() {
-                    format!("{bit:#x}")
-                } else {
-                    // SAFETY: a NUL-terminated static string in librte_ethdev.
-                    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-                }
-            })
-            .collect()
+        // SAFETY: returns a static string (or "UNKNOWN") for any bit.
+        offload_names(self.tx_offloads, |bit| unsafe {
+            dpdk_sys::rte_eth_dev_tx_offload_name(bit)
+        })
+    }
+
+    /// The enabled RX offloads by DPDK's names (`IPV4_CKSUM`, `RSS_HASH`).
+    pub fn rx_offload_names(&self) -> Vec<String> {
+        // SAFETY: returns a static string (or "UNKNOWN") for any bit.
+        offload_names(self.rx_offloads, |bit| unsafe {
+            dpdk_sys::rte_eth_dev_rx_offload_name(bit)
+        })
     }
 
     pub fn start(&mut self) -> Result<(), DpdkError> {
@@ -524,4 +539,22 @@ impl TxQueue {
         }
         (n, dropped)
     }
+}
+
+/// The set bits of `offloads` by the names `name_of` gives them (ethdev's
+/// `rte_eth_dev_{rx,tx}_offload_name`), or in hex where it gives none.
+fn offload_names(offloads: u64, name_of: impl Fn(u64) -> *const c_char) -> Vec<String> {
+    (0..64)
+        .map(|b| 1u64 << b)
+        .filter(|bit| offloads & bit != 0)
+        .map(|bit| {
+            let p = name_of(bit);
+            if p.is_null() {
+                format!("{bit:#x}")
+            } else {
+                // SAFETY: a NUL-terminated static string in librte_ethdev.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        })
+        .collect()
 }

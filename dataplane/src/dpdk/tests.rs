@@ -143,6 +143,28 @@ fn ipv4_checksum_request_sets_what_the_pmd_reads() {
     assert_eq!(p.in_use_count(), 0);
 }
 
+/// Only the RX flag "IP checksum good" reads as good: bad, unknown and
+/// "none" (header not verified, e.g. by a virtual device) are summed by
+/// the pipeline itself.
+#[test]
+fn only_a_good_rx_ip_checksum_flag_reads_as_good() {
+    let _l = test_lock();
+    let p = pool(15);
+    let mut m = p.alloc_from(&[0; 64]).unwrap();
+    assert!(!m.rx_ipv4_checksum_good(), "a fresh mbuf");
+    for (flag, good) in [
+        (dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD, true),
+        (dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD, false),
+        (dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_NONE, false),
+        (dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, false),
+    ] {
+        m.set_ol_flags(u64::from(flag) | u64::from(dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD));
+        assert_eq!(m.rx_ipv4_checksum_good(), good, "flag {flag:#x}");
+    }
+    drop(m);
+    assert_eq!(p.in_use_count(), 0);
+}
+
 #[test]
 fn free_bulk_empties_the_burst_and_skips_holes() {
     let _l = test_lock();

@@ -313,6 +313,9 @@ pub struct Pipeline {
     /// Each port's MAC ([`parse::mac_word`]), by port index: the parse's
     /// L2 destination check for a burst takes its input port's.
     port_macs: Vec<u64>,
+    /// Bit `p`: port `p` verifies IPv4 header checksums on receive
+    /// ([`PacketBuf::rx_ipv4_checksum_good`]).
+    rx_checksum_ports: u64,
 }
 
 /// Most stages a pipeline holds (for the per-stage cycle counters).
@@ -333,6 +336,7 @@ impl Pipeline {
             early,
             lane: Lane::default(),
             port_macs: Vec::new(),
+            rx_checksum_ports: 0,
         };
         p.take_screen();
         p
@@ -357,6 +361,19 @@ impl Pipeline {
             "a port MAC must be unicast (config check)"
         );
         self.port_macs = macs.iter().map(|m| parse::mac_word(*m)).collect();
+    }
+
+    /// The ports (by index) whose device verifies IPv4 header checksums on
+    /// receive: for a burst from one of them whose every frame the device
+    /// marked good, the lane takes that as the verification RFC 1812 asks
+    /// for and skips its own sum ([`lane::Lane::sweep`]); every other
+    /// burst is summed in software.
+    pub fn set_rx_checksum_ports(&mut self, ports: &[bool]) {
+        self.rx_checksum_ports = ports
+            .iter()
+            .enumerate()
+            .filter(|&(p, &on)| on && p < 64)
+            .fold(0, |mask, (p, _)| mask | 1 << p);
     }
 
     /// Rebinds every stage to `set` (worker `worker`'s counters).
@@ -432,8 +449,12 @@ impl Pipeline {
             .unwrap_or(0);
         let first = match self.stages.first() {
             Some(Stage::Parse(parse)) if self.lane_on => {
-                self.lane
-                    .sweep(parse, self.early, pkts, meta, in_port, port_mac);
+                let port = lane::InPort {
+                    index: in_port,
+                    mac: port_mac,
+                    nic_checksum: self.rx_checksum_ports >> (in_port % 64) & 1 != 0,
+                };
+                self.lane.sweep(parse, self.early, pkts, meta, port);
                 1
             }
             _ => {

@@ -45,6 +45,15 @@ pub trait PacketBuf {
     /// Removes `len` bytes from the front (decapsulation); false, changing
     /// nothing, when the packet is shorter.
     fn adj(&mut self, len: usize) -> bool;
+    /// Whether the receiving device verified the packet's IPv4 header
+    /// checksum and found it good (an mbuf's RX offload flag): the lane
+    /// then skips its own sum, as l3fwd leaves the check to the NIC. Only
+    /// asked of frames from ports with the offload enabled
+    /// (`Pipeline::set_rx_checksum_ports`); false where unknown.
+    #[inline(always)]
+    fn rx_ipv4_checksum_good(&self) -> bool {
+        false
+    }
     /// Hint that the packet will be read soon.
     #[inline(always)]
     fn prefetch(&self) {}
@@ -190,6 +199,46 @@ impl PacketBuf for VecPacket {
 }
 
 const _: () = assert!(std::mem::size_of::<VecPacket>() == 32);
+
+/// Tests: a frame as a device with IPv4 checksum offload hands it over,
+/// `good` its RX flag ([`PacketBuf::rx_ipv4_checksum_good`]).
+#[cfg(test)]
+#[derive(Clone)]
+pub struct NicPacket {
+    pub pkt: VecPacket,
+    pub good: bool,
+}
+
+#[cfg(test)]
+impl PacketBuf for NicPacket {
+    fn data(&self) -> &[u8] {
+        self.pkt.data()
+    }
+    fn data_mut(&mut self) -> &mut [u8] {
+        self.pkt.data_mut()
+    }
+    fn pkt_len(&self) -> usize {
+        self.pkt.pkt_len()
+    }
+    fn chain_ok(&self) -> bool {
+        self.pkt.chain_ok()
+    }
+    fn resize(&mut self, len: usize) -> bool {
+        self.pkt.resize(len)
+    }
+    fn request_ipv4_checksum(&mut self, l2_len: u8, l3_len: u8) {
+        self.pkt.request_ipv4_checksum(l2_len, l3_len)
+    }
+    fn prepend(&mut self, len: usize) -> bool {
+        self.pkt.prepend(len)
+    }
+    fn adj(&mut self, len: usize) -> bool {
+        self.pkt.adj(len)
+    }
+    fn rx_ipv4_checksum_good(&self) -> bool {
+        self.good
+    }
+}
 
 #[cfg(test)]
 mod tests {

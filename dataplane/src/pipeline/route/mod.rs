@@ -657,6 +657,7 @@ mod address_tests {
     //! route pipeline, on the lane and stage by stage alike. On the
     //! `linear` route backend and the Rust neighbour map: no EAL.
     use crate::burst::Burst;
+    use crate::pipeline::packet::NicPacket;
     use crate::pipeline::parse::Parse;
     use crate::pipeline::{
         dispatch, new_meta_burst, Collect, DropReason, Event, Pipeline, Stage, StageCtx, VecPacket,
@@ -782,6 +783,38 @@ mod address_tests {
             .write(&mut v, &[0xcd; 16])
             .unwrap();
         v
+    }
+
+    /// A port whose device verifies IPv4 header checksums
+    /// (`Pipeline::set_rx_checksum_ports`): a frame it marked good is
+    /// routed without a software sum (here one with a wrong checksum, to
+    /// show it), and the same frame is dropped as `bad_checksum` by a
+    /// pipeline whose port has no such device.
+    #[test]
+    fn a_device_verified_checksum_is_trusted_on_its_port_only() {
+        let mut frame = udp4(LAN, [198, 18, 1, 5]);
+        frame[24] ^= 0x55; // the IPv4 header checksum's first byte
+        for nic in [true, false] {
+            let [mut p, _] = pipelines();
+            if nic {
+                p.set_rx_checksum_ports(&[true, false]);
+            }
+            let mut burst = Burst::<NicPacket>::new();
+            let pkt = NicPacket {
+                pkt: VecPacket::new(frame.clone()),
+                good: true,
+            };
+            assert!(burst.push(pkt).is_ok());
+            let c = WorkerCounters::default();
+            let mut meta = new_meta_burst();
+            p.run(&mut burst, &mut meta, 0, &StageCtx::test(&c));
+            let want = if nic {
+                Verdict::Tx(1)
+            } else {
+                Verdict::Drop(DropReason::BadChecksum)
+            };
+            assert_eq!(meta[0].verdict, want, "nic {nic}");
+        }
     }
 
     /// RFC 1812 5.3.4: unicast IP in a link-layer broadcast or multicast

@@ -253,20 +253,14 @@ fn tap_hosts_ping_through(offload: bool) {
     );
     for p in r["ports"].as_array().unwrap() {
         assert_eq!(p["driver"], "net_tap", "{p:#}");
-        let offloads: Vec<&str> = p["tx_offloads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o.as_str().unwrap())
-            .collect();
-        assert_eq!(offloads.contains(&"IPV4_CKSUM"), offload, "{p:#}");
-        let rx_offloads: Vec<&str> = p["rx_offloads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o.as_str().unwrap())
-            .collect();
-        assert_eq!(rx_offloads.contains(&"IPV4_CKSUM"), offload, "{p:#}");
+        for list in ["tx_offloads", "rx_offloads"] {
+            let on = p[list]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|o| o.as_str() == Some("IPV4_CKSUM"));
+            assert_eq!(on, offload, "{list}: {p:#}");
+        }
         assert!(p["opackets"].as_u64().unwrap() >= 12, "{p:#}");
         assert_eq!(p["oerrors"], 0, "{p:#}");
     }

@@ -61,6 +61,10 @@ pub struct Lane {
     /// among the other packets. So a plain packet is never martian, and
     /// the forwarder's fast path checks no received packet's addresses.
     pub screen: V4Screen,
+    /// The input port's device verified every frame's IPv4 header
+    /// checksum and found it good (`Pipeline::set_rx_checksum_ports`):
+    /// the sweep does not sum them again. Set before each sweep.
+    pub device_verified: bool,
 }
 
 impl Default for Lane {
@@ -75,6 +79,7 @@ impl Default for Lane {
             keys: [FlowKeyV4::default(); BURST_SIZE],
             built: 0,
             screen: V4Screen::OPEN,
+            device_verified: false,
         }
     }
 }
@@ -94,8 +99,9 @@ impl Lane {
         }
     }
 
-    /// The parse sweep over a burst received on `port`. `early`: a stage
-    /// runs before the forwarder (see the module doc).
+    /// The parse sweep over a burst received on `in_port`. `early`: a stage
+    /// runs before the forwarder (see the module doc). `port_mac`: the
+    /// input port's MAC ([`Parse::port_mac`]).
     ///
     /// No prefetch of the forwarder's table lines here: the hint stalled
     /// the sweep more than it saved the lookup (`docs/perf-log.md`).
@@ -106,24 +112,17 @@ impl Lane {
         early: bool,
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
-        port: InPort,
+        in_port: u16,
+        port_mac: u64,
     ) {
-        self.parse = Parse {
-            port_mac: port.mac,
-            ..*parse
-        };
+        self.parse = Parse { port_mac, ..*parse };
         let parse = &{ self.parse };
-        self.in_port = port.index;
+        self.in_port = in_port;
         self.early = early;
         self.built = 0;
-        // RFC 1812 5.2.2's check, in software unless the device made it:
-        // for a burst whose every frame its port's device marked good (it
-        // marks only a header it summed and found right), the sweep that
-        // does not sum. A burst with any other frame (bad, unknown, not
-        // IPv4) is summed whole. Per burst, not per frame: the per-frame
-        // test inside the sweep's loop cost the software sweep of every
-        // other port a cycle a packet (the loop's registers, not its work).
-        let verify = parse.verify_checksum && !(port.nic_checksum && all_nic_good(pkts));
+        // RFC 1812 5.2.2's check, in software unless the device made it
+        // for the whole burst (`device_verified`).
+        let verify = parse.verify_checksum && !self.device_verified;
         // Compiled once per setting: no packet tests them.
         self.plain = match (verify, parse.l4, early) {
             (true, false, false) => self.sweep_as::<P, true, false, false>(parse, pkts, meta),
@@ -150,8 +149,6 @@ impl Lane {
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
     ) -> u32 {
-        // `VERIFY` off with `verify_checksum` on: the device verified the
-        // burst (`Lane::sweep`).
         debug_assert!((parse.verify_checksum || !VERIFY) && parse.l4 == L4);
         let in_port = self.in_port;
         let mut plain = 0u32;
@@ -307,36 +304,6 @@ impl Lane {
     }
 }
 
-/// What the sweep needs of the port a burst came in on.
-#[derive(Debug, Clone, Copy)]
-pub struct InPort {
-    pub index: u16,
-    /// Its MAC ([`Parse::port_mac`]).
-    pub mac: u64,
-    /// Its device verifies IPv4 header checksums on receive
-    /// ([`PacketBuf::rx_ipv4_checksum_good`]).
-    pub nic_checksum: bool,
-}
-
-impl InPort {
-    /// Port 0 with `mac`, without checksum offload (tests).
-    #[cfg(test)]
-    fn zero(mac: u64) -> Self {
-        InPort {
-            index: 0,
-            mac,
-            nic_checksum: false,
-        }
-    }
-}
-
-/// Whether the device marked every frame of the burst's IPv4 header
-/// checksum good.
-#[inline(always)]
-fn all_nic_good<P: PacketBuf>(pkts: &Burst<P>) -> bool {
-    (0..pkts.len()).all(|i| pkts.get(i).is_none_or(|p| p.rx_ipv4_checksum_good()))
-}
-
 /// The slots whose bits are set in `mask`, in order.
 #[inline(always)]
 fn slots(mut mask: u32) -> impl Iterator<Item = usize> {
@@ -352,7 +319,6 @@ fn slots(mut mask: u32) -> impl Iterator<Item = usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::packet::NicPacket;
     use crate::pipeline::parse::mac_word;
     use crate::pipeline::{new_meta_burst, DropReason, VecPacket, L3};
 
@@ -394,13 +360,7 @@ mod tests {
             let mut meta = new_meta_burst();
             let mut lane = Lane::default();
             let parse = Parse::default();
-            lane.sweep(
-                &parse,
-                early,
-                &mut pkts,
-                &mut meta,
-                InPort::zero(mac_word(US)),
-            );
+            lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US));
             assert_eq!(lane.plain, 0b10011, "early {early}");
             assert_eq!(lane.dst[1], u32::from_be_bytes([198, 18, 1, 7]));
             assert_eq!(pkts.get(1).unwrap().bytes, exact, "padding trimmed");
@@ -449,7 +409,8 @@ mod tests {
                     early,
                     &mut pkts,
                     &mut meta,
-                    InPort::zero(mac_word(US)),
+                    0,
+                    mac_word(US),
                 );
                 assert_eq!(lane.plain, want, "early {early}");
                 if want & 2 == 0 {
@@ -461,48 +422,35 @@ mod tests {
         }
     }
 
-    /// On a port whose device verifies IPv4 header checksums, a burst
-    /// whose every frame it marked good is not summed again (shown with a
-    /// header the device could not truly have passed: its checksum is
-    /// wrong); a burst with any unmarked frame is summed whole, as is
-    /// every burst of a port without the offload. A frame summed and found
-    /// bad is dropped as `bad_checksum`, in every sweep variant.
+    /// A burst whose checksums the device verified (`device_verified`)
+    /// is not summed again (shown with a header the device could not
+    /// truly have passed: its checksum is wrong); any other burst is, and
+    /// a frame summed and found bad is dropped as `bad_checksum`, in every
+    /// sweep variant.
     #[test]
     fn a_device_verified_burst_is_not_summed_again() {
         let good = udp4(US);
         let mut bad = good.clone();
         bad[24] ^= 0x55; // the IPv4 header checksum's first byte
-        let marked = |b: &Vec<u8>, good| NicPacket {
-            pkt: VecPacket::new(b.clone()),
-            good,
-        };
-        let all_marked = [marked(&bad, true), marked(&good, true)];
-        let one_not = [marked(&bad, true), marked(&good, false)];
-        let cases = [
-            (&all_marked, true, 0b11),
-            (&all_marked, false, 0b10),
-            (&one_not, true, 0b10),
-        ];
-        for (frames, nic, want) in cases {
+        for (verified, want) in [(true, 0b11), (false, 0b10)] {
             for (l4, early) in [(false, false), (true, false), (false, true), (true, true)] {
-                let mut pkts = Burst::<NicPacket>::new();
-                for f in frames {
-                    assert!(pkts.push(f.clone()).is_ok());
+                let mut pkts = Burst::<VecPacket>::new();
+                for f in [&bad, &good] {
+                    assert!(pkts.push(VecPacket::new(f.clone())).is_ok());
                 }
                 let mut meta = new_meta_burst();
-                let mut lane = Lane::default();
+                let mut lane = Lane {
+                    device_verified: verified,
+                    ..Lane::default()
+                };
                 let parse = Parse {
                     l4,
                     ..Parse::default()
                 };
-                let port = InPort {
-                    nic_checksum: nic,
-                    ..InPort::zero(mac_word(US))
-                };
-                lane.sweep(&parse, early, &mut pkts, &mut meta, port);
-                let case = format!("nic {nic} want {want:#b} l4 {l4} early {early}");
+                lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US));
+                let case = format!("verified {verified} l4 {l4} early {early}");
                 assert_eq!(lane.plain, want, "{case}");
-                if want & 1 == 0 {
+                if !verified {
                     let bad = Verdict::Drop(DropReason::BadChecksum);
                     assert_eq!(meta[0].verdict, bad, "{case}");
                 }

@@ -318,6 +318,14 @@ pub struct Pipeline {
     rx_checksum_ports: u64,
 }
 
+/// Whether the device marked every frame of the burst good
+/// ([`PacketBuf::rx_ipv4_checksum_good`]); asked only of bursts from ports
+/// with the offload, so out of line.
+#[inline(never)]
+fn device_verified_all<P: PacketBuf>(pkts: &Burst<P>) -> bool {
+    (0..pkts.len()).all(|i| pkts.get(i).is_none_or(|p| p.rx_ipv4_checksum_good()))
+}
+
 /// Most stages a pipeline holds (for the per-stage cycle counters).
 pub const MAX_STAGES: usize = 6;
 
@@ -366,14 +374,25 @@ impl Pipeline {
     /// The ports (by index) whose device verifies IPv4 header checksums on
     /// receive: for a burst from one of them whose every frame the device
     /// marked good, the lane takes that as the verification RFC 1812 asks
-    /// for and skips its own sum ([`lane::Lane::sweep`]); every other
-    /// burst is summed in software.
+    /// for and skips its own sum ([`Lane::device_verified`]); every other
+    /// burst is summed in software. Per burst, not per frame: a per-frame
+    /// test in the sweep's loop slowed the software sweep of every other
+    /// port (`docs/perf-log.md`).
     pub fn set_rx_checksum_ports(&mut self, ports: &[bool]) {
         self.rx_checksum_ports = ports
             .iter()
             .enumerate()
             .filter(|&(p, &on)| on && p < 64)
             .fold(0, |mask, (p, _)| mask | 1 << p);
+    }
+
+    /// Sets [`Lane::device_verified`] for a burst from `in_port`: decided
+    /// here, before [`Pipeline::run_with`], so that the sweep only reads a
+    /// flag (the software path's code stays as it was).
+    #[inline(always)]
+    fn note_device_verified<P: PacketBuf>(&mut self, pkts: &Burst<P>, in_port: u16) {
+        self.lane.device_verified =
+            self.rx_checksum_ports >> (in_port % 64) & 1 != 0 && device_verified_all(pkts);
     }
 
     /// Rebinds every stage to `set` (worker `worker`'s counters).
@@ -426,6 +445,7 @@ impl Pipeline {
         in_port: u16,
         ctx: &StageCtx,
     ) {
+        self.note_device_verified(pkts, in_port);
         self.run_with(pkts, meta, in_port, ctx, &mut MarkTx { in_port });
     }
 
@@ -449,12 +469,8 @@ impl Pipeline {
             .unwrap_or(0);
         let first = match self.stages.first() {
             Some(Stage::Parse(parse)) if self.lane_on => {
-                let port = lane::InPort {
-                    index: in_port,
-                    mac: port_mac,
-                    nic_checksum: self.rx_checksum_ports >> (in_port % 64) & 1 != 0,
-                };
-                self.lane.sweep(parse, self.early, pkts, meta, port);
+                self.lane
+                    .sweep(parse, self.early, pkts, meta, in_port, port_mac);
                 1
             }
             _ => {
@@ -544,6 +560,7 @@ impl Pipeline {
             out: &mut *out,
             sent: 0,
         };
+        self.note_device_verified(pkts, in_port);
         self.run_with(pkts, meta, in_port, ctx, &mut send);
         if send.sent == pkts.len() {
             // All gone; the slots are empty.

@@ -786,34 +786,52 @@ mod address_tests {
     }
 
     /// A port whose device verifies IPv4 header checksums
-    /// (`Pipeline::set_rx_checksum_ports`): a frame it marked good is
-    /// routed without a software sum (here one with a wrong checksum, to
-    /// show it), and the same frame is dropped as `bad_checksum` by a
-    /// pipeline whose port has no such device.
+    /// (`Pipeline::set_rx_checksum_ports`): a burst whose every frame it
+    /// marked good is routed without a software sum (here a frame with a
+    /// wrong checksum, to show it); the same frame is dropped as
+    /// `bad_checksum` in a burst with a frame the device did not mark, and
+    /// by a pipeline whose port has no such device.
     #[test]
     fn a_device_verified_checksum_is_trusted_on_its_port_only() {
-        let mut frame = udp4(LAN, [198, 18, 1, 5]);
-        frame[24] ^= 0x55; // the IPv4 header checksum's first byte
-        for nic in [true, false] {
+        let good = udp4(LAN, [198, 18, 1, 5]);
+        let mut bad = good.clone();
+        bad[24] ^= 0x55; // the IPv4 header checksum's first byte
+        let marked = |frame: &Vec<u8>, good| NicPacket {
+            pkt: VecPacket::new(frame.clone()),
+            good,
+        };
+        let dropped = Verdict::Drop(DropReason::BadChecksum);
+        let cases = [
+            (
+                true,
+                vec![marked(&bad, true), marked(&good, true)],
+                Verdict::Tx(1),
+            ),
+            (
+                true,
+                vec![marked(&bad, true), marked(&good, false)],
+                dropped,
+            ),
+            (
+                false,
+                vec![marked(&bad, true), marked(&good, true)],
+                dropped,
+            ),
+        ];
+        for (nic, frames, want) in cases {
             let [mut p, _] = pipelines();
             if nic {
                 p.set_rx_checksum_ports(&[true, false]);
             }
             let mut burst = Burst::<NicPacket>::new();
-            let pkt = NicPacket {
-                pkt: VecPacket::new(frame.clone()),
-                good: true,
-            };
-            assert!(burst.push(pkt).is_ok());
+            for f in frames {
+                assert!(burst.push(f).is_ok());
+            }
             let c = WorkerCounters::default();
             let mut meta = new_meta_burst();
             p.run(&mut burst, &mut meta, 0, &StageCtx::test(&c));
-            let want = if nic {
-                Verdict::Tx(1)
-            } else {
-                Verdict::Drop(DropReason::BadChecksum)
-            };
             assert_eq!(meta[0].verdict, want, "nic {nic}");
+            assert_eq!(meta[1].verdict, Verdict::Tx(1), "nic {nic}");
         }
     }
 

@@ -114,6 +114,24 @@ impl Config {
     }
 }
 
+/// When to let a port's device verify received IPv4 header checksums
+/// (`RTE_ETH_RX_OFFLOAD_IPV4_CKSUM`): a burst whose every frame it marked
+/// good is not summed again in software.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RxChecksumOffload {
+    /// Where the device offers it and is not known to do it in software
+    /// on the worker's core (`net_tap` sums in its RX path, the L4
+    /// checksum over the payload too: more work than the lane's own
+    /// 20-byte sum).
+    #[default]
+    Auto,
+    /// Wherever the device offers it.
+    On,
+    /// Never: every frame is summed in software.
+    Off,
+}
+
 /// Hugepage policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -229,11 +247,10 @@ pub struct PortSection {
     /// offers that offload; `false` keeps the incremental update in software.
     #[serde(default = "yes")]
     pub tx_checksum_offload: bool,
-    /// Let the device verify received IPv4 header checksums when it offers
-    /// that offload: frames it marks good are not summed again in
-    /// software (any other frame still is); `false` sums every frame.
-    #[serde(default = "yes")]
-    pub rx_checksum_offload: bool,
+    /// Whether the device verifies received IPv4 header checksums
+    /// ([`RxChecksumOffload`]).
+    #[serde(default)]
+    pub rx_checksum_offload: RxChecksumOffload,
     /// Interface addresses with their subnet, e.g. `192.0.2.1/24`.
     #[serde(default)]
     pub ipv4: Vec<Spanned<Ipv4Cidr>>,

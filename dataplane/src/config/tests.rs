@@ -91,6 +91,30 @@ fn checksum_offload_can_be_turned_off() {
     assert_eq!((line, field.as_str()), (20, "port[1].tx_checksum_offload"));
 }
 
+/// `rx_checksum_offload` is `auto` unless set to `on` or `off`; anything
+/// else is refused at its line.
+#[test]
+fn rx_checksum_offload_is_auto_on_or_off() {
+    let (cfg, _) = Config::parse(GOOD, "good.toml").unwrap();
+    assert_eq!(cfg.ports[0].rx_checksum_offload, RxChecksumOffload::Auto);
+    for (value, want) in [
+        ("on", RxChecksumOffload::On),
+        ("off", RxChecksumOffload::Off),
+    ] {
+        let src = bad(
+            "rx_queues = 2",
+            &format!("rx_queues = 2\nrx_checksum_offload = \"{value}\""),
+        );
+        let (cfg, _) = Config::parse(&src, "t.toml").unwrap();
+        assert_eq!(cfg.ports[1].rx_checksum_offload, want, "{value}");
+    }
+    let (line, field, _) = err(&bad(
+        "rx_queues = 2",
+        "rx_queues = 2\nrx_checksum_offload = true",
+    ));
+    assert_eq!((line, field.as_str()), (20, "port[1].rx_checksum_offload"));
+}
+
 #[test]
 fn shipped_configs_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");

@@ -116,9 +116,9 @@ impl Config {
 
 /// When to let a port's device verify received IPv4 header checksums
 /// (`RTE_ETH_RX_OFFLOAD_IPV4_CKSUM`): a burst whose every frame it marked
-/// good is not summed again in software.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// good is not summed again in software. `"auto"`, `"on"` or `"off"`, or
+/// a boolean (`true` is `on`), as `tx_checksum_offload` takes one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RxChecksumOffload {
     /// Where the device offers it and is not known to do it in software
     /// on the worker's core (`net_tap` sums in its RX path, the L4
@@ -130,6 +130,34 @@ pub enum RxChecksumOffload {
     On,
     /// Never: every frame is summed in software.
     Off,
+}
+
+impl<'de> Deserialize<'de> for RxChecksumOffload {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RxChecksumOffload;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\", \"on\", \"off\" or a boolean")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<Self::Value, E> {
+                Ok(if on {
+                    RxChecksumOffload::On
+                } else {
+                    RxChecksumOffload::Off
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                match s {
+                    "auto" => Ok(RxChecksumOffload::Auto),
+                    "on" => Ok(RxChecksumOffload::On),
+                    "off" => Ok(RxChecksumOffload::Off),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(s), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// Hugepage policy.

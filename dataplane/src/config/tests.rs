@@ -91,28 +91,38 @@ fn checksum_offload_can_be_turned_off() {
     assert_eq!((line, field.as_str()), (20, "port[1].tx_checksum_offload"));
 }
 
-/// `rx_checksum_offload` is `auto` unless set to `on` or `off`; anything
-/// else is refused at its line.
+/// `rx_checksum_offload` is `auto` unless set to `on` or `off` (or a
+/// boolean); anything else is refused at its line, saying what it takes.
 #[test]
 fn rx_checksum_offload_is_auto_on_or_off() {
     let (cfg, _) = Config::parse(GOOD, "good.toml").unwrap();
     assert_eq!(cfg.ports[0].rx_checksum_offload, RxChecksumOffload::Auto);
-    for (value, want) in [
-        ("on", RxChecksumOffload::On),
-        ("off", RxChecksumOffload::Off),
-    ] {
+    let values = [
+        ("\"on\"", RxChecksumOffload::On),
+        ("\"off\"", RxChecksumOffload::Off),
+        ("\"auto\"", RxChecksumOffload::Auto),
+        ("true", RxChecksumOffload::On),
+        ("false", RxChecksumOffload::Off),
+    ];
+    for (value, want) in values {
         let src = bad(
             "rx_queues = 2",
-            &format!("rx_queues = 2\nrx_checksum_offload = \"{value}\""),
+            &format!("rx_queues = 2\nrx_checksum_offload = {value}"),
         );
         let (cfg, _) = Config::parse(&src, "t.toml").unwrap();
         assert_eq!(cfg.ports[1].rx_checksum_offload, want, "{value}");
     }
-    let (line, field, _) = err(&bad(
-        "rx_queues = 2",
-        "rx_queues = 2\nrx_checksum_offload = true",
-    ));
-    assert_eq!((line, field.as_str()), (20, "port[1].rx_checksum_offload"));
+    for value in ["\"yes\"", "1"] {
+        let (line, field, msg) = err(&bad(
+            "rx_queues = 2",
+            &format!("rx_queues = 2\nrx_checksum_offload = {value}"),
+        ));
+        assert_eq!((line, field.as_str()), (20, "port[1].rx_checksum_offload"));
+        assert!(
+            msg.contains("\"auto\", \"on\", \"off\" or a boolean"),
+            "{value}: {msg}"
+        );
+    }
 }
 
 #[test]

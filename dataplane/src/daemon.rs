@@ -6,7 +6,7 @@ use crate::config::{self, Config, Hugepages, Resolved, StageKind};
 use crate::control::reload::Reloader;
 use crate::control::socket::{Answer, ControlSocket, Request};
 use crate::distributor::{Distributor, DoneFlag, Steering};
-use crate::dpdk::port::{PortConfig, RxChecksum};
+use crate::dpdk::port::PortConfig;
 use crate::dpdk::ring::Ring;
 use crate::dpdk::tap_signals::SignalSink;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
@@ -555,11 +555,7 @@ pub fn run(
             promiscuous: p.promiscuous,
             mac: p.mac.as_ref().map(|m| m.get_ref().0),
             ipv4_checksum_offload: p.tx_checksum_offload,
-            rx_ipv4_checksum_offload: match p.rx_checksum_offload {
-                config::RxChecksumOffload::Auto => RxChecksum::Hardware,
-                config::RxChecksumOffload::On => RxChecksum::Always,
-                config::RxChecksumOffload::Off => RxChecksum::Never,
-            },
+            rx_ipv4_checksum_offload: p.rx_checksum_offload,
         };
         let port = Port::configure(dev, &pc, pool.clone())
             .with_context(|| format!("port `{}` ({dev})", p.name.get_ref()))?;

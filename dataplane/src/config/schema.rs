@@ -114,24 +114,10 @@ impl Config {
     }
 }
 
-/// When to let a port's device verify received IPv4 header checksums
-/// (`RTE_ETH_RX_OFFLOAD_IPV4_CKSUM`): a burst whose every frame it marked
-/// good is not summed again in software. `"auto"`, `"on"` or `"off"`, or
-/// a boolean (`true` is `on`), as `tx_checksum_offload` takes one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RxChecksumOffload {
-    /// Where the device offers it and is not known to do it in software
-    /// on the worker's core (`net_tap` sums in its RX path, the L4
-    /// checksum over the payload too: more work than the lane's own
-    /// 20-byte sum).
-    #[default]
-    Auto,
-    /// Wherever the device offers it.
-    On,
-    /// Never: every frame is summed in software.
-    Off,
-}
+pub use crate::dpdk::port::RxChecksumOffload;
 
+/// A port's `rx_checksum_offload`: `"auto"`, `"on"` or `"off"`, or a
+/// boolean (`true` is `on`), as `tx_checksum_offload` takes one.
 impl<'de> Deserialize<'de> for RxChecksumOffload {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Visitor;

@@ -42,18 +42,22 @@ pub struct PortConfig {
     pub ipv4_checksum_offload: bool,
     /// When to enable the device's IPv4 header checksum verification on
     /// receive (`RTE_ETH_RX_OFFLOAD_IPV4_CKSUM`), if it has one.
-    pub rx_ipv4_checksum_offload: RxChecksum,
+    pub rx_ipv4_checksum_offload: RxChecksumOffload,
 }
 
-/// [`PortConfig::rx_ipv4_checksum_offload`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RxChecksum {
-    /// Where the driver does not do it in software on the polling core
-    /// ([`SOFTWARE_RX_CHECKSUM`]).
-    Hardware,
+/// When to let a port's device verify received IPv4 header checksums (the
+/// config's `rx_checksum_offload`): a burst whose every frame it marked
+/// good is not summed again in software.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RxChecksumOffload {
+    /// Where the driver offers it and does not do it in software on the
+    /// polling core ([`SOFTWARE_RX_CHECKSUM`]).
+    #[default]
+    Auto,
     /// Wherever the driver offers it.
-    Always,
-    Never,
+    On,
+    /// Never: every frame is summed in software.
+    Off,
 }
 
 /// Drivers that offer RX checksum offload by summing in their own RX
@@ -188,9 +192,9 @@ impl Port {
             conf.rxmode.offloads |= RX_OFFLOAD_RSS_HASH & info.rx_offload_capa;
         }
         let rx_checksum = match cfg.rx_ipv4_checksum_offload {
-            RxChecksum::Always => true,
-            RxChecksum::Hardware => !SOFTWARE_RX_CHECKSUM.contains(&info.driver.as_str()),
-            RxChecksum::Never => false,
+            RxChecksumOffload::On => true,
+            RxChecksumOffload::Auto => !SOFTWARE_RX_CHECKSUM.contains(&info.driver.as_str()),
+            RxChecksumOffload::Off => false,
         };
         if rx_checksum {
             conf.rxmode.offloads |= RX_OFFLOAD_IPV4_CKSUM & info.rx_offload_capa;

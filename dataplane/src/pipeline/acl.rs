@@ -166,18 +166,27 @@ impl AclStage {
         self.counters.clone()
     }
 
-    /// Counts a classification result (into `run`) and applies its action:
+    /// What a classification result `rule` (a rule index, or NONE =
+    /// u32::MAX for the default) means here: its counter slot, with
+    /// [`DENIES`] set when its action denies. This is what the flow cache
+    /// holds, so that a hit needs no second load to know its action.
+    #[inline(always)]
+    fn outcome(&self, rule: u32) -> u32 {
+        let slot = (rule as usize).min(self.deny.len() - 1);
+        debug_assert!(slot < DENIES as usize);
+        slot as u32 | if self.deny[slot] { DENIES } else { 0 }
+    }
+
+    /// Counts an [`AclStage::outcome`] (into `run`) and applies its action:
     /// whether it denied (as a bit, 0 or 1).
     #[inline(always)]
-    fn apply(&self, rule: u32, verdict: &mut Verdict, run: &mut HitRun) -> u32 {
-        // A rule index, or NONE (u32::MAX): the default's slot.
-        let slot = (rule as usize).min(self.deny.len() - 1);
-        run.count(slot, &self.counters.rules);
-        let deny = self.deny[slot];
-        if deny {
+    fn apply(&self, outcome: u32, verdict: &mut Verdict, run: &mut HitRun) -> u32 {
+        run.count((outcome & !DENIES) as usize, &self.counters.rules);
+        let deny = outcome >> DENIES.trailing_zeros();
+        if deny != 0 {
             *verdict = Verdict::Drop(DropReason::AclDeny);
         }
-        u32::from(deny)
+        deny
     }
 
     /// Classifies the first `len` packets of the burst.
@@ -253,7 +262,7 @@ impl AclStage {
                     cache.resolve(p, &m.key)
                 };
                 match hit {
-                    Some(rule) => denied |= self.apply(rule, &mut m.verdict, &mut run) << i,
+                    Some(outcome) => denied |= self.apply(outcome, &mut m.verdict, &mut run) << i,
                     None => c.keep(j),
                 }
             }
@@ -282,16 +291,14 @@ impl AclStage {
             *h = FlowCache::hash_v4(k);
             cache.prefetch(*h, false);
         }
-        let mut probe = [Probe::default(); BURST_SIZE];
-        for (p, &h) in probe[..len].iter_mut().zip(&hash) {
-            *p = cache.probe(h, false);
-        }
         let mut c = Candidates::new();
         let mut run = HitRun::default();
         let mut denied = 0u32;
+        // An IPv4 probe only names the bucket (it reads nothing), so it is
+        // made where it is resolved: no array of probes between the two.
         for i in 0..len {
-            match cache.resolve(probe[i], &v4_keys[i]) {
-                Some(rule) => denied |= self.apply(rule, &mut meta[i].verdict, &mut run) << i,
+            match cache.resolve(cache.probe(hash[i], false), &v4_keys[i]) {
+                Some(outcome) => denied |= self.apply(outcome, &mut meta[i].verdict, &mut run) << i,
                 None => c.push(i, false, hash[i]),
             }
         }
@@ -335,14 +342,19 @@ impl AclStage {
         for (j, &rule) in res[..misses].iter().enumerate() {
             let i = usize::from(c.idx[j]);
             let m = &mut meta[i];
+            let outcome = self.outcome(rule);
             if let Some(cache) = &mut self.cache {
-                cache.insert(c.hash[j], &m.key, c.v6[j], rule);
+                cache.insert(c.hash[j], &m.key, c.v6[j], outcome);
             }
-            denied |= self.apply(rule, &mut m.verdict, run) << i;
+            denied |= self.apply(outcome, &mut m.verdict, run) << i;
         }
         denied
     }
 }
+
+/// [`AclStage::outcome`]'s flag for a denying rule (above any slot: rule
+/// counts are far below 2^31).
+const DENIES: u32 = 1 << 31;
 
 /// Whether each rule denies, then the default.
 fn deny_flags(table: &AclTable) -> Box<[bool]> {

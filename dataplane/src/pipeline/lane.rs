@@ -31,6 +31,7 @@ use super::parse::{FastV4, Parse};
 use super::route::martians::V4Screen;
 use super::{FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict};
 use crate::burst::{Burst, BURST_SIZE};
+use crate::tables::route::Fib4Reader;
 
 /// Per-burst scratch of the fast lane (one per pipeline, reused).
 pub struct Lane {
@@ -101,11 +102,16 @@ impl Lane {
 
     /// The parse sweep over a burst received on `in_port`. `early`: a stage
     /// runs before the forwarder (see the module doc). `port_mac`: the
-    /// input port's MAC ([`Parse::port_mac`]).
-    ///
-    /// No prefetch of the forwarder's table lines here: the hint stalled
-    /// the sweep more than it saved the lookup (`docs/perf-log.md`).
+    /// input port's MAC ([`Parse::port_mac`]). `prefetch`: the forwarder's
+    /// IPv4 table when it follows the sweep directly (not `early`): each
+    /// plain packet's line of it is hinted here, so that the lookup after
+    /// the sweep finds it on its way. With a large table most of those
+    /// lines are far from the core, and their latency is the lookup's
+    /// cost; with a small one they stay cached and the hint costs a
+    /// little (`docs/perf-log.md`). An early sweep does not hint: the
+    /// stages in between bring their own memory traffic.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub fn sweep<P: PacketBuf>(
         &mut self,
         parse: &Parse,
@@ -114,6 +120,7 @@ impl Lane {
         meta: &mut MetaBurst,
         in_port: u16,
         port_mac: u64,
+        prefetch: Option<Fib4Reader<'_>>,
     ) {
         self.parse = Parse { port_mac, ..*parse };
         let parse = &{ self.parse };
@@ -125,14 +132,28 @@ impl Lane {
         let verify = parse.verify_checksum && !self.device_verified;
         // Compiled once per setting: no packet tests them.
         self.plain = match (verify, parse.l4, early) {
-            (true, false, false) => self.sweep_as::<P, true, false, false>(parse, pkts, meta),
-            (true, true, false) => self.sweep_as::<P, true, true, false>(parse, pkts, meta),
-            (true, false, true) => self.sweep_as::<P, true, false, true>(parse, pkts, meta),
-            (true, true, true) => self.sweep_as::<P, true, true, true>(parse, pkts, meta),
-            (false, false, false) => self.sweep_as::<P, false, false, false>(parse, pkts, meta),
-            (false, true, false) => self.sweep_as::<P, false, true, false>(parse, pkts, meta),
-            (false, false, true) => self.sweep_as::<P, false, false, true>(parse, pkts, meta),
-            (false, true, true) => self.sweep_as::<P, false, true, true>(parse, pkts, meta),
+            (true, false, false) => {
+                self.sweep_as::<P, true, false, false>(parse, pkts, meta, prefetch)
+            }
+            (true, true, false) => {
+                self.sweep_as::<P, true, true, false>(parse, pkts, meta, prefetch)
+            }
+            (true, false, true) => {
+                self.sweep_as::<P, true, false, true>(parse, pkts, meta, prefetch)
+            }
+            (true, true, true) => self.sweep_as::<P, true, true, true>(parse, pkts, meta, prefetch),
+            (false, false, false) => {
+                self.sweep_as::<P, false, false, false>(parse, pkts, meta, prefetch)
+            }
+            (false, true, false) => {
+                self.sweep_as::<P, false, true, false>(parse, pkts, meta, prefetch)
+            }
+            (false, false, true) => {
+                self.sweep_as::<P, false, false, true>(parse, pkts, meta, prefetch)
+            }
+            (false, true, true) => {
+                self.sweep_as::<P, false, true, true>(parse, pkts, meta, prefetch)
+            }
         };
     }
 
@@ -148,6 +169,7 @@ impl Lane {
         parse: &Parse,
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
+        prefetch: Option<Fib4Reader<'_>>,
     ) -> u32 {
         debug_assert!((parse.verify_checksum || !VERIFY) && parse.l4 == L4);
         let in_port = self.in_port;
@@ -164,7 +186,7 @@ impl Lane {
                 m.in_port = in_port;
                 continue;
             };
-            if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt) {
+            if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt, prefetch) {
                 plain |= 1 << i;
                 continue;
             }
@@ -176,7 +198,7 @@ impl Lane {
                 // Trimmed (Ethernet padding, say): the frame may be plain
                 // now, and a plain packet's `Meta` is simply not read.
                 Ok(()) if pkt.pkt_len() < len => {
-                    if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt) {
+                    if self.take_plain::<P, VERIFY, L4, EARLY>(i, pkt, prefetch) {
                         plain |= 1 << i;
                     }
                 }
@@ -192,6 +214,7 @@ impl Lane {
         &mut self,
         i: usize,
         pkt: &P,
+        prefetch: Option<Fib4Reader<'_>>,
     ) -> bool {
         let port_mac = self.parse.port_mac;
         if EARLY {
@@ -209,6 +232,9 @@ impl Lane {
         } else if let Some(h) = Parse::fast_v4_as(pkt.data(), pkt.pkt_len(), port_mac, VERIFY, L4) {
             if self.screen.suspect(h.src, h.dst) != 0 {
                 return false;
+            }
+            if let Some(t) = prefetch {
+                t.prefetch(h.dst);
             }
             self.src[i] = h.src;
             self.dst[i] = h.dst;
@@ -360,7 +386,7 @@ mod tests {
             let mut meta = new_meta_burst();
             let mut lane = Lane::default();
             let parse = Parse::default();
-            lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US));
+            lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US), None);
             assert_eq!(lane.plain, 0b10011, "early {early}");
             assert_eq!(lane.dst[1], u32::from_be_bytes([198, 18, 1, 7]));
             assert_eq!(pkts.get(1).unwrap().bytes, exact, "padding trimmed");
@@ -411,6 +437,7 @@ mod tests {
                     &mut meta,
                     0,
                     mac_word(US),
+                    None,
                 );
                 assert_eq!(lane.plain, want, "early {early}");
                 if want & 2 == 0 {
@@ -447,7 +474,7 @@ mod tests {
                     l4,
                     ..Parse::default()
                 };
-                lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US));
+                lane.sweep(&parse, early, &mut pkts, &mut meta, 0, mac_word(US), None);
                 let case = format!("verified {verified} l4 {l4} early {early}");
                 assert_eq!(lane.plain, want, "{case}");
                 if !verified {

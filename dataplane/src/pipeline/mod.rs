@@ -33,6 +33,7 @@ pub use packet::{PacketBuf, VecPacket};
 
 use crate::burst::{Burst, BURST_SIZE};
 use crate::stats::WorkerCounters;
+use crate::tables::route::Fib4Reader;
 use crate::tables::set::TableSet;
 use acl::AclStage;
 use count::CountStage;
@@ -170,6 +171,13 @@ pub trait StageOps {
         None
     }
 
+    /// The IPv4 table whose lines the parse sweep prefetches for plain
+    /// packets' destinations when no stage runs between it and the
+    /// forwarder (the forwarder's own table).
+    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        None
+    }
+
     /// When the stage is the whole pipeline: sends a burst whole to one
     /// port without any `Meta` (rewriting it as needed), returning the
     /// port, or `None` for the per-packet path (`run_and_dispatch`).
@@ -225,6 +233,10 @@ impl Stage {
 
     fn lane_screen(&self) -> Option<V4Screen> {
         each_stage!(self, s => StageOps::lane_screen(s))
+    }
+
+    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        each_stage!(self, s => StageOps::v4_prefetch(s))
     }
 
     #[inline(always)]
@@ -291,6 +303,9 @@ impl<T: StageOps> StageOps for Box<T> {
     }
     fn lane_screen(&self) -> Option<V4Screen> {
         (**self).lane_screen()
+    }
+    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        (**self).v4_prefetch()
     }
 }
 
@@ -469,8 +484,13 @@ impl Pipeline {
             .unwrap_or(0);
         let first = match self.stages.first() {
             Some(Stage::Parse(parse)) if self.lane_on => {
+                let prefetch = if self.early {
+                    None
+                } else {
+                    self.stages.get(1).and_then(Stage::v4_prefetch)
+                };
                 self.lane
-                    .sweep(parse, self.early, pkts, meta, in_port, port_mac);
+                    .sweep(parse, self.early, pkts, meta, in_port, port_mac, prefetch);
                 1
             }
             _ => {

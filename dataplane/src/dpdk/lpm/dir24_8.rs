@@ -53,6 +53,13 @@ pub struct Fib4Reader<'a> {
 }
 
 impl Fib4Reader<'_> {
+    /// Hints the CPU to load `ip`'s tbl24 entry, for a
+    /// [`Fib4Reader::lookup`] later in the burst.
+    #[inline(always)]
+    pub fn prefetch(&self, ip: u32) {
+        crate::dpdk::prefetch(self.arrays.tbl24.as_ptr().wrapping_add((ip >> 8) as usize));
+    }
+
     /// What [`Fib4::lookup_bulk`] writes for `ip`.
     #[inline(always)]
     pub fn lookup(&self, ip: u32) -> u64 {

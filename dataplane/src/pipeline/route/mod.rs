@@ -29,7 +29,9 @@
 //! from the lane's header fields; forwarded to a resolved gateway it then
 //! only gets `verdict` and `nexthop` in its `Meta` ([`super::tx::MarkTx`]), or, when
 //! `route` is the last stage, in the worker goes straight to its TX buffer
-//! with no verdict ([`super::tx::SendTx`]).
+//! with no verdict ([`super::tx::SendTx`]). When the parse sweep runs just
+//! before it, the sweep has hinted each plain destination's table line
+//! ([`StageOps::v4_prefetch`]).
 //!
 //! Here: the stage and its passes. Beside it: `lookups` (the burst's
 //! lookup queue and bulk lookups), `martians` (RFC 1812 address checks). The
@@ -52,6 +54,7 @@ use super::{
 };
 use crate::burst::{Burst, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
+use crate::tables::route::Fib4Reader;
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
 use crate::tables::set::TableSet;
 use crate::tables::{raw_value, RouteLookup, MISS};
@@ -101,6 +104,10 @@ impl StageOps for RouteStage {
 
     fn lane_screen(&self) -> Option<V4Screen> {
         Some(*self.routing.martians.screen())
+    }
+
+    fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        self.routing.v4.reader()
     }
 }
 

@@ -484,6 +484,7 @@ impl Pipeline {
             .unwrap_or(0);
         let first = match self.stages.first() {
             Some(Stage::Parse(parse)) if self.lane_on => {
+                // Not early: the stage after parse is the forwarder.
                 let prefetch = if self.early {
                     None
                 } else {

@@ -8,6 +8,35 @@
 /// Packets pulled from a queue in one call; l3fwd and testpmd use 32 too.
 pub const BURST_SIZE: usize = 32;
 
+/// A set of a burst's slots: bit `i` is slot `i`.
+pub type SlotMask = u32;
+const _: () = assert!(
+    BURST_SIZE <= SlotMask::BITS as usize,
+    "a slot mask holds a burst"
+);
+
+/// The slots `0..n` (`n` at most [`BURST_SIZE`]).
+#[inline(always)]
+pub fn mask_below(n: usize) -> SlotMask {
+    if n >= SlotMask::BITS as usize {
+        SlotMask::MAX
+    } else {
+        (1 << n) - 1
+    }
+}
+
+/// The slots whose bits are set in `mask`, in order.
+#[inline(always)]
+pub fn slots(mut mask: SlotMask) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize % BURST_SIZE;
+            mask &= mask - 1;
+            i
+        })
+    })
+}
+
 /// Up to `N` packets in slots `0..len`; slots past `len` are `None`.
 pub struct Burst<P, const N: usize = BURST_SIZE> {
     slots: [Option<P>; N],

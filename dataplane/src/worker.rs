@@ -1,7 +1,7 @@
 //! A poll-mode worker: one per configured core, pinned by EAL, owning its RX
 //! queues, one TX queue on every port, its pipeline instance and its counters.
 //!
-//! Loop: for each RX queue, pull a burst of up to 32, run the pipeline,
+//! Loop: for each RX queue, pull a burst of up to `BURST_SIZE`, run the pipeline,
 //! dispatch. Packets wait in per-port TX buffers until a buffer fills or the
 //! drain timer (TSC) expires. No locks, allocation, syscalls or logging here;
 //! the shared writes it reads are the relaxed stop flag and the published
@@ -68,7 +68,7 @@ struct TxBuffers {
 }
 
 impl TxBuffers {
-    // Out of line: once per 32 packets of a port, and keeps `tx` small
+    // Out of line: once per burst's worth of a port's packets, and keeps `tx` small
     // enough to inline into the dispatch loop.
     #[inline(never)]
     fn flush(&mut self, port: usize) {

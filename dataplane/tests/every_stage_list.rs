@@ -25,6 +25,7 @@ mod harness;
 #[path = "common/lane.rs"]
 mod lane;
 
+use dataplane::burst::BURST_SIZE;
 use dataplane::config::{Config, StageKind};
 use lane::{acl_config, with_pipeline, with_route_backend, Variant};
 use proptest::prelude::*;
@@ -298,7 +299,7 @@ fn generated_traffic_to_services_alike() {
         f[..6].copy_from_slice(&lane::PORT_MAC[0]);
     }
     let mut runs = Vec::new();
-    for (k, chunk) in frames.chunks(32).enumerate() {
+    for (k, chunk) in frames.chunks(BURST_SIZE).enumerate() {
         runs = lane::both(chunk, 0, 1_000_000_000 + k as u64 * 250_000_000);
     }
     let lists = accepted();

@@ -369,7 +369,7 @@ fn input_format() {
         vec![vec![9]]
     );
     // No more than a burst.
-    let many = harness::encode(0, 0, &[&a[..]; 40]);
+    let many = harness::encode(0, 0, &[&a[..]; harness::MAX_FRAMES + 8]);
     assert_eq!(
         harness::decode(&many).unwrap().frames.len(),
         harness::MAX_FRAMES

@@ -10,7 +10,7 @@
 //! The routes are on the `linear` backend and the lb tables are Rust, so
 //! only a config with an ACL (rte_acl) starts EAL; the others build and run
 //! without it (checked under nextest, where each test is its own process).
-use dataplane::burst::Burst;
+use dataplane::burst::{Burst, BURST_SIZE};
 use dataplane::config::{Config, Resolved};
 use dataplane::daemon::{
     build_table_set, build_worker_pipeline, default_peer_mac, new_neighbor_table, LearnedState,
@@ -242,7 +242,7 @@ impl Router {
         self.res = res;
     }
 
-    /// Runs `frames` (received on `port`) in bursts of 32.
+    /// Runs `frames` (received on `port`) in full bursts.
     fn run(&mut self, port: u16, frames: &[Vec<u8>]) -> Out {
         let mut out = Out::default();
         let ctx = StageCtx {
@@ -250,7 +250,7 @@ impl Router {
             tsc_hz: 1_000_000_000,
             counters: &self.counters,
         };
-        for chunk in frames.chunks(32) {
+        for chunk in frames.chunks(BURST_SIZE) {
             let mut b = Burst::<VecPacket>::new();
             for f in chunk {
                 b.push(VecPacket::new(f.clone())).unwrap();
@@ -921,7 +921,7 @@ fn lane_and_stage_by_stage_agree_on_mixed_bursts() {
     };
     for burst in 0..400 {
         let mut frames = Vec::new();
-        for _ in 0..rng.gen_range(1..=32) {
+        for _ in 0..rng.gen_range(1..=BURST_SIZE) {
             // Few clients, so flows come back, are tracked, expire.
             let (c, p) = client(rng.gen_range(0..120));
             let mut f = match rng.gen_range(0..13) {

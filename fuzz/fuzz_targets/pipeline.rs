@@ -1,6 +1,6 @@
 //! Fuzzes parse + acl + route over byte buffers: one input is one burst of
-//! up to 32 frames entering the router of `harness::CONFIG` on port 0 or 1
-//! (format and invariants in `fuzz/harness.rs`), as it comes and with its
+//! up to `BURST_SIZE` frames entering the router of `harness::CONFIG` on
+//! port 0 or 1 (format and invariants in `fuzz/harness.rs`), as it comes and with its
 //! frames addressed to the router (`harness::addressed_to_us`).
 #![no_main]
 

@@ -195,7 +195,8 @@ fn ring_moves_mbufs_without_copying() {
         RingSync::Spsc,
     )
     .unwrap();
-    let mut b: Burst<super::Mbuf> = Burst::new();
+    // Bursts of 32 on a ring of 64, whatever the worker's burst size.
+    let mut b: Burst<super::Mbuf, 32> = Burst::new();
     let mut addrs = Vec::new();
     for i in 0..32u8 {
         let m = p.alloc_from(&[i, i]).unwrap();
@@ -212,7 +213,7 @@ fn ring_moves_mbufs_without_copying() {
     assert_eq!(r.enqueue_burst(&mut b), 31);
     assert_eq!(b.len(), 1, "what did not fit stays with the caller");
     free_bulk(&mut b);
-    let mut out: Burst<super::Mbuf> = Burst::new();
+    let mut out: Burst<super::Mbuf, 32> = Burst::new();
     assert_eq!(r.dequeue_burst(&mut out), 32);
     for (i, m) in out.iter().enumerate() {
         assert_eq!(m.data(), &[i as u8, i as u8]);

@@ -15,7 +15,7 @@ use super::{
     StageSpec, TablesReport, Verdict, L3,
 };
 use crate::burst::Burst;
-use crate::burst::BURST_SIZE;
+use crate::burst::{mask_below, SlotMask, BURST_SIZE};
 use crate::stats::Counter;
 use crate::tables::flow_cache::Probe;
 use crate::tables::set::AclSnapshot;
@@ -207,11 +207,11 @@ impl AclStage {
         &mut self,
         len: usize,
         meta: &mut MetaBurst,
-        v4: u32,
+        v4: SlotMask,
         v4_keys: &[FlowKeyV4; BURST_SIZE],
-    ) -> u32 {
+    ) -> SlotMask {
         let plain = |i: usize| v4 & (1 << i) != 0;
-        if len > 0 && v4 == u32::MAX >> (32 - len) {
+        if len > 0 && v4 == mask_below(len) {
             if let Some(denied) = self.process_all_plain(len, meta, v4_keys) {
                 return denied;
             }
@@ -244,7 +244,7 @@ impl AclStage {
             return 0;
         }
         let mut run = HitRun::default();
-        let mut denied = 0u32;
+        let mut denied: SlotMask = 0;
         if let Some(cache) = &self.cache {
             let n = c.n;
             let mut probe = [Probe::default(); BURST_SIZE];
@@ -262,7 +262,9 @@ impl AclStage {
                     cache.resolve(p, &m.key)
                 };
                 match hit {
-                    Some(outcome) => denied |= self.apply(outcome, &mut m.verdict, &mut run) << i,
+                    Some(outcome) => {
+                        denied |= SlotMask::from(self.apply(outcome, &mut m.verdict, &mut run)) << i
+                    }
                     None => c.keep(j),
                 }
             }
@@ -284,7 +286,7 @@ impl AclStage {
         len: usize,
         meta: &mut MetaBurst,
         v4_keys: &[FlowKeyV4; BURST_SIZE],
-    ) -> Option<u32> {
+    ) -> Option<SlotMask> {
         let cache = self.cache.as_ref()?;
         let mut hash = [0u32; BURST_SIZE];
         for (h, &k) in hash[..len].iter_mut().zip(v4_keys) {
@@ -293,18 +295,21 @@ impl AclStage {
         }
         let mut c = Candidates::new();
         let mut run = HitRun::default();
-        let mut denied = 0u32;
+        let mut denied: SlotMask = 0;
         // An IPv4 probe only names the bucket (it reads nothing), so it is
         // made where it is resolved: no array of probes between the two.
         for i in 0..len {
             match cache.resolve(cache.probe(hash[i], false), &v4_keys[i]) {
-                Some(outcome) => denied |= self.apply(outcome, &mut meta[i].verdict, &mut run) << i,
+                Some(outcome) => {
+                    let deny = self.apply(outcome, &mut meta[i].verdict, &mut run);
+                    denied |= SlotMask::from(deny) << i;
+                }
                 None => c.push(i, false, hash[i]),
             }
         }
         self.counters.cache_hits.add((len - c.n) as u64);
         self.counters.cache_misses.add(c.n as u64);
-        denied |= self.classify_misses(&c, meta, u32::MAX, v4_keys, &mut run);
+        denied |= self.classify_misses(&c, meta, SlotMask::MAX, v4_keys, &mut run);
         run.flush(&self.counters.rules);
         Some(denied)
     }
@@ -316,10 +321,10 @@ impl AclStage {
         &mut self,
         c: &Candidates,
         meta: &mut MetaBurst,
-        v4: u32,
+        v4: SlotMask,
         v4_keys: &[FlowKeyV4; BURST_SIZE],
         run: &mut HitRun,
-    ) -> u32 {
+    ) -> SlotMask {
         let misses = c.n;
         if misses == 0 {
             return 0;
@@ -338,7 +343,7 @@ impl AclStage {
             std::array::from_fn(|j| &meta[c.idx[j.min(misses - 1)] as usize].key);
         self.table
             .classify_bulk(&keys[..misses], &c.v6[..misses], &mut res[..misses]);
-        let mut denied = 0u32;
+        let mut denied: SlotMask = 0;
         for (j, &rule) in res[..misses].iter().enumerate() {
             let i = usize::from(c.idx[j]);
             let m = &mut meta[i];
@@ -346,7 +351,7 @@ impl AclStage {
             if let Some(cache) = &mut self.cache {
                 cache.insert(c.hash[j], &m.key, c.v6[j], outcome);
             }
-            denied |= self.apply(outcome, &mut m.verdict, run) << i;
+            denied |= SlotMask::from(self.apply(outcome, &mut m.verdict, run)) << i;
         }
         denied
     }

@@ -219,7 +219,7 @@ mod tests {
     #[test]
     fn whole_burst_shortcut_matches_run_and_dispatch() {
         let bursts: Vec<(u16, Vec<VecPacket>)> = vec![
-            (0, (0..32).map(frame).collect()),
+            (0, (0..crate::burst::BURST_SIZE as u8).map(frame).collect()),
             (1, (0..7).map(frame).collect()),
             (0, vec![frame(1), VecPacket::new(vec![9u8; 13]), frame(2)]),
             (1, vec![VecPacket::new(vec![]), frame(3)]),

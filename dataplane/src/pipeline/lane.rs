@@ -30,7 +30,7 @@
 use super::parse::{FastV4, Parse};
 use super::route::martians::V4Screen;
 use super::{FlowKeyV4, Meta, MetaBurst, PacketBuf, Verdict};
-use crate::burst::{Burst, BURST_SIZE};
+use crate::burst::{slots, Burst, SlotMask, BURST_SIZE};
 use crate::tables::route::Fib4Reader;
 
 /// Per-burst scratch of the fast lane (one per pipeline, reused).
@@ -40,7 +40,7 @@ pub struct Lane {
     /// The port the burst came from.
     pub in_port: u16,
     /// Bit `i`: slot `i` is a plain packet whose `Meta` the parse did not fill.
-    pub plain: u32,
+    pub plain: SlotMask,
     /// A stage runs between the sweep and the forwarder: the sweep writes
     /// plain packets' flow keys (see the module doc).
     pub early: bool,
@@ -55,7 +55,7 @@ pub struct Lane {
     /// design, which `route` accepts from it alone (it drops received
     /// packets with such sources: `martians::Martians`). Cleared for
     /// every burst.
-    pub built: u32,
+    pub built: SlotMask,
     /// The forwarder's martian screen ([`V4Screen`], set by the pipeline
     /// from its stages): a frame whose addresses it marks suspect does not
     /// take the lane but the full parse, and the forwarder decides it
@@ -170,10 +170,10 @@ impl Lane {
         pkts: &mut Burst<P>,
         meta: &mut MetaBurst,
         prefetch: Option<Fib4Reader<'_>>,
-    ) -> u32 {
+    ) -> SlotMask {
         debug_assert!((parse.verify_checksum || !VERIFY) && parse.l4 == L4);
         let in_port = self.in_port;
-        let mut plain = 0u32;
+        let mut plain: SlotMask = 0;
         for (i, m) in meta[..pkts.len()].iter_mut().enumerate() {
             // Only checked builds write a plain packet's verdict: the
             // forwarder asserts that no stage changed it without taking
@@ -288,7 +288,7 @@ impl Lane {
     /// Takes the plain packets of `decided` off the lane, each with the
     /// verdict its stage wrote into its `Meta` ([`Lane::decide`]).
     #[inline]
-    pub fn take_decided(&mut self, decided: u32, meta: &mut MetaBurst) {
+    pub fn take_decided(&mut self, decided: SlotMask, meta: &mut MetaBurst) {
         for i in slots(decided & self.plain) {
             let v = meta[i].verdict;
             self.decide(&mut meta[i], i, v);
@@ -328,18 +328,6 @@ impl Lane {
             }
         }
     }
-}
-
-/// The slots whose bits are set in `mask`, in order.
-#[inline(always)]
-fn slots(mut mask: u32) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (mask != 0).then(|| {
-            let i = mask.trailing_zeros() as usize % BURST_SIZE;
-            mask &= mask - 1;
-            i
-        })
-    })
 }
 
 #[cfg(test)]

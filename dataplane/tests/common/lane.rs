@@ -9,7 +9,7 @@
 
 // Each includer uses a different part (its own stage lists and configs).
 #![allow(dead_code)]
-use dataplane::burst::Burst;
+use dataplane::burst::{Burst, BURST_SIZE};
 use dataplane::config::{Config, Resolved};
 use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTables};
 use dataplane::pipeline::{
@@ -465,7 +465,7 @@ pub fn fuzz_inputs_alike() {
 }
 
 /// The traffic generator's output (IPv4/IPv6, VLAN, IMIX, every malformed
-/// kind) over the router's prefixes, in bursts of 32.
+/// kind) over the router's prefixes, in full bursts.
 pub fn generated_traffic_alike() {
     let mut total = 0;
     for extra in [
@@ -501,7 +501,7 @@ pub fn generated_traffic_alike() {
         ];
         args.extend_from_slice(extra);
         let frames = generated(&args);
-        for (k, chunk) in frames.chunks(32).enumerate() {
+        for (k, chunk) in frames.chunks(BURST_SIZE).enumerate() {
             // To the input port's MAC, but for one frame in eight left at
             // the generator's (not for us).
             let in_port = k % 2;
@@ -589,7 +589,7 @@ pub fn mutated_bursts() -> impl Strategy<Value = (Vec<VecPacket>, u16)> {
         prop::option::weighted(0.1, (0usize..1600, 1u16..4000, prop::bool::weighted(0.2))),
         prop::bool::weighted(0.05),
     );
-    (prop::collection::vec(pkt, 1..=32), 0u16..2).prop_map(|(pkts, in_port)| {
+    (prop::collection::vec(pkt, 1..=BURST_SIZE), 0u16..2).prop_map(|(pkts, in_port)| {
         let frames = pkts
             .into_iter()
             .map(

@@ -30,7 +30,7 @@
 //! and verdict is the general path's.
 use super::encap::encap_v4_plain;
 use super::{tcp_closing, Flow, LbState, PROTO_ICMP, PROTO_TCP};
-use crate::burst::{Burst, BURST_SIZE};
+use crate::burst::{Burst, SlotMask, BURST_SIZE};
 use crate::pipeline::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3,
 };
@@ -86,7 +86,7 @@ impl LbState {
         }
         let mut work = work | fast;
         while work != 0 {
-            let i = work.trailing_zeros() as usize;
+            let i = work.trailing_zeros() as usize % BURST_SIZE;
             work &= work - 1;
             let m = &mut meta[i];
             let Some(p) = pkts.get_mut(i) else { continue };
@@ -113,10 +113,10 @@ impl LbState {
         meta: &MetaBurst,
         lane: &Lane,
         n: usize,
-    ) -> (u32, u32, u32) {
-        let (mut fast, mut tracked, mut others) = (0u32, 0u32, 0u32);
+    ) -> (SlotMask, SlotMask, SlotMask) {
+        let (mut fast, mut tracked, mut others): (SlotMask, SlotMask, SlotMask) = (0, 0, 0);
         for (i, m) in meta[..n].iter().enumerate() {
-            let bit = 1u32 << i;
+            let bit: SlotMask = 1 << i;
             // A plain packet is undecided (see `lane`); the others say so
             // in their `Meta`.
             if lane.plain & bit == 0 {

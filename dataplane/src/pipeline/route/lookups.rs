@@ -2,7 +2,7 @@
 //! (martians dropped, ARP and IPv6 multicast sent to local delivery) and
 //! their destinations gathered for one bulk lookup per family.
 use super::martians::{v4_martian, v6_martian, Martians};
-use crate::burst::{Burst, BURST_SIZE};
+use crate::burst::{Burst, SlotMask, BURST_SIZE};
 use crate::pipeline::local;
 use crate::pipeline::parse::FastV4;
 use crate::pipeline::{DropReason, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3};
@@ -57,7 +57,7 @@ impl Lookups {
         m: &mut Meta,
         i: usize,
         in_port: u16,
-    ) -> u32 {
+    ) -> SlotMask {
         if built {
             if let Some(reason) = v4_martian(Martians::none(), h.src, h.dst) {
                 // Decided here: its `Meta` gets what every decided packet's has.

@@ -1,5 +1,6 @@
 //! RFC 1812 address checks: the martian sources and destinations the route
 //! stage drops (or hands to local delivery) before any lookup.
+use crate::burst::{SlotMask, BURST_SIZE};
 use crate::pipeline::DropReason;
 use crate::tables::routing::{subnet_broadcast, PortAddrs};
 use std::net::Ipv6Addr;
@@ -177,8 +178,8 @@ impl Martians {
     /// `self`, or [`Martians::none`] for slot `i` when its bit in `built`
     /// ([`crate::pipeline::Lane::built`]) is set.
     #[inline(always)]
-    pub fn for_slot(&self, built: u32, i: usize) -> &Martians {
-        if built & (1 << (i % 32)) != 0 {
+    pub fn for_slot(&self, built: SlotMask, i: usize) -> &Martians {
+        if built & (1 << (i % BURST_SIZE)) != 0 {
             &NONE
         } else {
             self

@@ -52,7 +52,7 @@ use super::{
     DropReason, Lane, Meta, MetaBurst, PacketBuf, StageCtx, StageOps, StageSpec, TablesReport,
     Verdict,
 };
-use crate::burst::{Burst, BURST_SIZE};
+use crate::burst::{mask_below, Burst, SlotMask, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::route::Fib4Reader;
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
@@ -171,7 +171,7 @@ impl RouteStage {
         let n = pkts.len();
         let plain = lane.plain;
         let mut look = Lookups::new();
-        let mut fast = 0u32;
+        let mut fast: SlotMask = 0;
         // A packet still on the lane is undecided (a stage that decided
         // one took it off: see `lane`).
         lane.debug_check_undecided(meta);
@@ -227,7 +227,6 @@ impl RouteStage {
         ctx: &StageCtx,
         fast_tx: &mut F,
     ) {
-        const _: () = assert!(BURST_SIZE <= 32, "fast-path mask is a u32");
         let r = &*self.routing;
         let n = pkts.len();
         let slots = pkts.slots_mut();
@@ -303,7 +302,7 @@ impl RouteStage {
 #[derive(Clone, Copy)]
 enum V4Queue<'a> {
     AllPlain(&'a [u32]),
-    Queued { look: &'a Lookups, fast: u32 },
+    Queued { look: &'a Lookups, fast: SlotMask },
 }
 
 /// The IPv4 packets off the fast path: `plain` ones (whose
@@ -334,25 +333,15 @@ fn forward_v4_general<P: PacketBuf>(
 /// router's own addresses: [`Martians::none`]).
 #[cold]
 #[inline(never)]
-fn built_martians(lane: &Lane, built: u32) -> u32 {
+fn built_martians(lane: &Lane, built: SlotMask) -> SlotMask {
     let (mut martians, mut left) = (0, built);
     while left != 0 {
         let i = left.trailing_zeros() as usize % BURST_SIZE;
         left &= left - 1;
         let bad = v4_martian(Martians::none(), lane.src[i], lane.dst[i]).is_some();
-        martians |= u32::from(bad) << i;
+        martians |= SlotMask::from(bad) << i;
     }
     martians
-}
-
-/// The fast-path mask of a burst of `n` packets that all took it.
-#[inline(always)]
-fn mask_below(n: usize) -> u32 {
-    if n >= 32 {
-        u32::MAX
-    } else {
-        (1 << n) - 1
-    }
 }
 
 /// The fused fast path's forwarding of a plain IPv4 packet (14-byte L2,

@@ -242,6 +242,25 @@ pub struct Routing {
     /// built from `ports`. The route stage drops such packets, and `lb`
     /// leaves them to it.
     pub martians: Arc<Martians>,
+    /// The IPv4 table's DIR-24-8 lines (64 bytes, 16 `tbl24` entries) its
+    /// routes cover, counted per route (overlaps twice), at most the whole
+    /// `tbl24`'s: how many distinct lines lookups can touch.
+    v4_lines: u32,
+}
+
+/// `tbl24` lines of 64 bytes: 16 four-byte entries, 2^20 in all.
+const TBL24_LINES: u32 = 1 << 20;
+
+/// From this many lines ([`Routing::v4_table_is_large`]) a lookup's line is
+/// likely far from the core: 4 MiB of `tbl24`, past a core's L2. Below it
+/// the lines that traffic touches stay cached, and a hint ahead of the
+/// lookup is only work.
+const LARGE_V4_LINES: u32 = 1 << 16;
+
+/// The `tbl24` lines an IPv4 prefix of `len` bits covers.
+fn tbl24_lines(len: u8) -> u32 {
+    // A /20 spans 16 /24s, one line; longer ones live in one line too.
+    1 << 20u8.saturating_sub(len)
 }
 
 /// What [`Routing::learn_from_wire`] made of a neighbour an ARP or NDP
@@ -491,8 +510,20 @@ impl Routing {
                 v6.add(v6_bytes(a), 128, l)?;
             }
         }
+        let v4_lines = ports
+            .iter()
+            .flat_map(|p| p.v4.iter().map(|&(_, len)| len))
+            .chain(
+                routes
+                    .iter()
+                    .filter(|r| r.prefix.addr().is_ipv4())
+                    .map(|r| r.prefix.prefix_len()),
+            )
+            .fold(0u32, |n, len| n.saturating_add(tbl24_lines(len)))
+            .min(TBL24_LINES);
         let routing = Routing {
             martians: Arc::new(Martians::new(&ports)),
+            v4_lines,
             v4,
             v6,
             nexthops: b.nexthops,
@@ -556,6 +587,13 @@ impl Routing {
     #[inline(always)]
     pub fn nexthop(&self, id: u32) -> &NextHop {
         &self.nexthops[id as usize]
+    }
+
+    /// Whether the IPv4 table covers so many lines ([`LARGE_V4_LINES`]) that
+    /// a lookup's line is likely not cached: the parse sweep then hints each
+    /// plain packet's line ahead of the lookup (`StageOps::v4_prefetch`).
+    pub fn v4_table_is_large(&self) -> bool {
+        self.v4_lines >= LARGE_V4_LINES
     }
 
     pub fn nexthops(&self) -> &[NextHop] {
@@ -745,6 +783,36 @@ mod tests {
             r.neighbors.get(&neighbor::key(0, host)),
             NeighborState::Resolved([2, 0, 0, 0, 7, 7])
         );
+    }
+
+    /// A table is large by the lines its IPv4 routes cover, not by their
+    /// count: a default route covers every line; a thousand /24s few.
+    #[test]
+    fn large_v4_tables_by_the_lines_they_cover() {
+        let gw: IpAddr = "10.0.1.254".parse().unwrap();
+        let via = |a: u32, len: u8| RouteSpec {
+            prefix: Prefix::new(IpAddr::V4(a.into()), len).unwrap(),
+            target: RouteTarget::Via(vec![(gw, 0)]),
+        };
+        let build = |routes: &[RouteSpec]| {
+            let cfg = RouteConfig {
+                max_routes: 1 << 17,
+                ..small()
+            };
+            Routing::build(ports(), routes, &[], cfg, small(), neighbors(64)).unwrap()
+        };
+        let slash24s: Vec<RouteSpec> = (0..1000).map(|k| via(0xc612_0000 + (k << 8), 24)).collect();
+        assert_eq!(tbl24_lines(24), 1);
+        assert_eq!(tbl24_lines(20), 1);
+        assert_eq!(tbl24_lines(16), 16);
+        assert_eq!(tbl24_lines(0), TBL24_LINES);
+        assert!(!build(&[]).v4_table_is_large());
+        assert!(!build(&slash24s).v4_table_is_large());
+        assert!(build(&[via(0, 0)]).v4_table_is_large());
+        // 4096 /16s: 65,536 lines.
+        let slash16s: Vec<RouteSpec> = (0..4096).map(|k| via(k << 16, 16)).collect();
+        assert!(build(&slash16s).v4_table_is_large());
+        assert!(!build(&slash16s[1..]).v4_table_is_large());
     }
 
     #[test]

@@ -107,6 +107,9 @@ impl StageOps for RouteStage {
     }
 
     fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
+        if !self.routing.v4_table_is_large() {
+            return None;
+        }
         self.routing.v4.reader()
     }
 }

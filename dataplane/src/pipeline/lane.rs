@@ -103,13 +103,14 @@ impl Lane {
     /// The parse sweep over a burst received on `in_port`. `early`: a stage
     /// runs before the forwarder (see the module doc). `port_mac`: the
     /// input port's MAC ([`Parse::port_mac`]). `prefetch`: the forwarder's
-    /// IPv4 table when it follows the sweep directly (not `early`): each
-    /// plain packet's line of it is hinted here, so that the lookup after
-    /// the sweep finds it on its way. With a large table most of those
-    /// lines are far from the core, and their latency is the lookup's
-    /// cost; with a small one they stay cached and the hint costs a
-    /// little (`docs/perf-log.md`). An early sweep does not hint: the
-    /// stages in between bring their own memory traffic.
+    /// IPv4 table when it follows the sweep directly (not `early`) and is
+    /// large: each plain packet's line of it is hinted here, so that the
+    /// lookup after the sweep finds it on its way. In a large table most
+    /// of those lines are far from the core, and their latency is the
+    /// lookup's cost; the forwarder offers no table whose lines stay
+    /// cached, where the hint would only cost (`docs/perf-log.md`). An
+    /// early sweep does not hint: the stages in between bring their own
+    /// memory traffic.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn sweep<P: PacketBuf>(

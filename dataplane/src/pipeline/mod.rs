@@ -173,7 +173,8 @@ pub trait StageOps {
 
     /// The IPv4 table whose lines the parse sweep prefetches for plain
     /// packets' destinations when no stage runs between it and the
-    /// forwarder (the forwarder's own table).
+    /// forwarder (the forwarder's own table, when it is too large for its
+    /// lines to stay cached: `Routing::v4_table_is_large`).
     fn v4_prefetch(&self) -> Option<Fib4Reader<'_>> {
         None
     }

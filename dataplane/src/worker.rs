@@ -1,11 +1,11 @@
 //! A poll-mode worker: one per configured core, pinned by EAL, owning its RX
 //! queues, one TX queue on every port, its pipeline instance and its counters.
 //!
-//! Loop: for each RX queue, pull a burst of up to `BURST_SIZE`, run the pipeline,
-//! dispatch. Packets wait in per-port TX buffers until a buffer fills or the
-//! drain timer (TSC) expires. No locks, allocation, syscalls or logging here;
-//! the shared writes it reads are the relaxed stop flag and the published
-//! table generation (one load per iteration). When the generation moved, the
+//! Loop: for each RX queue, pull a burst of up to `BURST_SIZE`, run the
+//! pipeline, dispatch. Packets wait in per-port TX buffers until a buffer
+//! fills or the drain timer (TSC) expires. No locks, allocation, syscalls
+//! or logging here; the shared writes it reads are the relaxed stop flag
+//! and the published table generation (one load per iteration). When the generation moved, the
 //! worker sends what it decided under the old tables, rebinds its pipeline
 //! to the new set at that burst boundary and acknowledges the generation in
 //! its counters (see [`crate::tables::set`]).
@@ -68,8 +68,8 @@ struct TxBuffers {
 }
 
 impl TxBuffers {
-    // Out of line: once per burst's worth of a port's packets, and keeps `tx` small
-    // enough to inline into the dispatch loop.
+    // Out of line: once per burst's worth of a port's packets, and keeps
+    // `tx` small enough to inline into the dispatch loop.
     #[inline(never)]
     fn flush(&mut self, port: usize) {
         let (sent, refused) = self.queues[port].tx_burst_or_free(&mut self.bufs[port]);

@@ -203,9 +203,8 @@ impl Config {
         // mbufs: room for every ring full at once.
         let lcores = (self.workers.len() + usize::from(resolved.distributor.is_some())).max(1);
         let workers = lcores as u64;
-        n += workers
-            * (u64::from(*self.mempool.cache.get_ref())
-                + 4 * crate::burst::BURST_SIZE as u64 * self.ports.len() as u64);
+        n +=
+            workers * (u64::from(*self.mempool.cache.get_ref()) + 4 * 64 * self.ports.len() as u64);
         if let Some(d) = &resolved.distributor {
             n += d.rings() as u64 * u64::from(d.ring_size - 1);
         }

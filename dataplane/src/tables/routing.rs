@@ -243,8 +243,9 @@ pub struct Routing {
     /// leaves them to it.
     pub martians: Arc<Martians>,
     /// The IPv4 table's DIR-24-8 lines (64 bytes, 16 `tbl24` entries) its
-    /// routes cover, counted per route (overlaps twice), at most the whole
-    /// `tbl24`'s: how many distinct lines lookups can touch.
+    /// routes cover, summed over the routes (overlapping ones count
+    /// twice) and capped at the whole `tbl24`: at most how many distinct
+    /// lines lookups can touch.
     v4_lines: u32,
 }
 

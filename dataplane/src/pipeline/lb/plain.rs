@@ -30,7 +30,7 @@
 //! and verdict is the general path's.
 use super::encap::encap_v4_plain;
 use super::{tcp_closing, Flow, LbState, PROTO_ICMP, PROTO_TCP};
-use crate::burst::{Burst, SlotMask, BURST_SIZE};
+use crate::burst::{slots, Burst, SlotMask, BURST_SIZE};
 use crate::pipeline::{
     DropReason, FlowKeyV4, Lane, Meta, MetaBurst, PacketBuf, StageCtx, Verdict, L3,
 };
@@ -78,16 +78,10 @@ impl LbState {
         // The tag lines fetched in pass 1 are read now, and the way each
         // packet will compare fetched in turn: pass 3's loads are then
         // hits, as long as a burst's worth of flows fits the cache.
-        let mut probe = tracked;
-        while probe != 0 {
-            let i = probe.trailing_zeros() as usize % BURST_SIZE;
-            probe &= probe - 1;
+        for i in slots(tracked) {
             self.side.probe[i] = self.conn.probe(self.side.hash[i]);
         }
-        let mut work = work | fast;
-        while work != 0 {
-            let i = work.trailing_zeros() as usize % BURST_SIZE;
-            work &= work - 1;
+        for i in slots(work | fast) {
             let m = &mut meta[i];
             let Some(p) = pkts.get_mut(i) else { continue };
             if fast & (1 << i) != 0 {

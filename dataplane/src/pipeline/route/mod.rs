@@ -52,7 +52,7 @@ use super::{
     DropReason, Lane, Meta, MetaBurst, PacketBuf, StageCtx, StageOps, StageSpec, TablesReport,
     Verdict,
 };
-use crate::burst::{mask_below, Burst, SlotMask, BURST_SIZE};
+use crate::burst::{mask_below, slots, Burst, SlotMask, BURST_SIZE};
 use crate::tables::neighbor::{self, NeighborState};
 use crate::tables::route::Fib4Reader;
 use crate::tables::routing::{FastPath, NextHop, NhKind, Routing, GROUP_FLAG};
@@ -337,10 +337,8 @@ fn forward_v4_general<P: PacketBuf>(
 #[cold]
 #[inline(never)]
 fn built_martians(lane: &Lane, built: SlotMask) -> SlotMask {
-    let (mut martians, mut left) = (0, built);
-    while left != 0 {
-        let i = left.trailing_zeros() as usize % BURST_SIZE;
-        left &= left - 1;
+    let mut martians = 0;
+    for i in slots(built) {
         let bad = v4_martian(Martians::none(), lane.src[i], lane.dst[i]).is_some();
         martians |= SlotMask::from(bad) << i;
     }

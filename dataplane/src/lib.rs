@@ -6,6 +6,7 @@
 //! and, except the daemon glue, runs on plain byte buffers.
 #![deny(unsafe_code)]
 
+pub mod ab;
 pub mod burst;
 pub mod config;
 pub mod control;

@@ -214,7 +214,9 @@ impl Worker {
         let mut span_busy = false;
         let mut generation = tables.load().generation;
         stats.generation.set(generation);
+        let mut ab = crate::ab::Phases::default();
         while !stop.load(Ordering::Relaxed) {
+            ab.tick(rdtsc);
             if tables.generation() != generation {
                 generation = rebind(&mut pipeline, &mut out, &tables, index, &stats);
             }
@@ -243,6 +245,7 @@ impl Worker {
                     process(&mut burst, *port);
                 }
             }
+            ab.count(got);
             if got == 0 && from_rings == 0 {
                 stats.empty_polls.add(1);
                 busy_run = 0;
@@ -288,6 +291,7 @@ impl Worker {
         out.flush_all();
         out.free_drops();
         stats.total_cycles.set(rdtsc() - start);
+        ab.report(index);
         #[cfg(feature = "pmd-cycles")]
         report_pmd_cycles(index, rdtsc() - start);
         0

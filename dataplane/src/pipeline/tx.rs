@@ -55,9 +55,6 @@ impl<P> FastTx<P> for MarkTx {
 /// within one burst (some with IP options, say) can be reordered there.
 pub struct SendTx<'a, O> {
     pub out: &'a mut O,
-    /// Packets sent so far: when it is the whole burst, there is nothing
-    /// left to dispatch.
-    pub sent: usize,
 }
 
 impl<P, O: Output<P>> FastTx<P> for SendTx<'_, O> {
@@ -71,7 +68,6 @@ impl<P, O: Output<P>> FastTx<P> for SendTx<'_, O> {
     ) {
         if let Some(p) = slot.take() {
             self.out.tx(port, p);
-            self.sent += 1;
         }
     }
 }

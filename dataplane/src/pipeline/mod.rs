@@ -584,7 +584,7 @@ impl Pipeline {
         // What is left is counted here, once per burst, not by `SendTx`
         // per packet: a count kept there was a load, an add and a store in
         // the forwarder's loop (the counter could not stay in a register
-        // across the loop's calls), about 2 % of a core (`scripts/ab.sh`).
+        // across the loop's calls; `docs/perf-log.md`).
         let left = pkts.slots().iter().filter(|s| s.is_some()).count();
         if left == 0 {
             // All gone; the slots are empty.

@@ -515,6 +515,7 @@ pub fn check(o: &Outcome) {
                 assert_eq!(o.out.dropped[d].0, reason, "packet {i}: drop reason");
                 d += 1;
                 check_too_big(i, input, o.input.in_port, reason);
+                check_no_route(i, input, o.input.in_port, reason);
             }
             Verdict::Continue => {
                 assert_eq!(o.out.dropped[d].0, DropReason::NoOutput, "packet {i}");
@@ -639,6 +640,25 @@ fn is_v4_broadcast(a: Ipv4Addr) -> bool {
             .routing
             .as_ref()
             .is_some_and(|rt| rt.is_broadcast_v4(a))
+}
+
+/// `no_route` is never the reason for an IPv6 packet that must stay on its
+/// link (a link-local or unspecified source, a link-local destination): a
+/// packet not for the router is `bad_address` then, routed or not.
+fn check_no_route(i: usize, input: &[u8], in_port: u16, reason: DropReason) {
+    if reason != DropReason::NoRoute {
+        return;
+    }
+    let mut m = new_meta_burst()[0];
+    let mac = router().port_macs[usize::from(in_port)];
+    if parse_as(input, mac, &mut m).is_err() || m.l3 != L3::Ipv6 {
+        return;
+    }
+    let (s, d) = (Ipv6Addr::from(m.key.src), Ipv6Addr::from(m.key.dst));
+    assert!(
+        !s.is_unspecified() && !s.is_unicast_link_local() && !d.is_unicast_link_local(),
+        "packet {i}: {s} -> {d} dropped as no_route, not bad_address"
+    );
 }
 
 /// The L2 rules on a packet's verdict: a unicast frame to another MAC than

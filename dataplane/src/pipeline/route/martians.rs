@@ -250,7 +250,7 @@ pub(crate) fn v6_martian(own: &Martians, src: Ipv6Addr, dst: Ipv6Addr) -> bool {
 }
 
 /// What must not be forwarded off its link (RFC 4291 2.5.2, 2.5.6), checked
-/// once the lookup found the packet is not for us: an unspecified or
+/// once the lookup found the packet is not for us (a miss included): an unspecified or
 /// link-local (fe80::/10) source, or a link-local destination. (Packets to
 /// us may come from link-local and unspecified sources: NDP, DAD.)
 #[inline(always)]

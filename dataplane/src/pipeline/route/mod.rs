@@ -411,7 +411,13 @@ fn forward<P: PacketBuf>(
         return l2_multicast(r, val);
     }
     if val == MISS {
-        return Verdict::Drop(DropReason::NoRoute);
+        // Not for us, so an IPv6 address that must stay on its link is
+        // the reason, whether or not a route would have taken it off.
+        return Verdict::Drop(if v6 && v6_scope_martian(&m.key.src, &m.key.dst) {
+            DropReason::BadAddress
+        } else {
+            DropReason::NoRoute
+        });
     }
     let id = r.nexthop_id(val, m.hash);
     m.nexthop = id;
@@ -1133,8 +1139,15 @@ mod address_tests {
             udp6(LAN, "::", "2001:db8:100::1"),
             udp6(LAN, "2001:db8:1::50", "fe80::99"),
             udp6(LAN, "2001:db8:1::50", "2001:db8:100::1"),
+            // No route either (2001:db8:999::/48 and fe80::/10 beyond lan's
+            // /64): the scope is still the reason; a routable source with
+            // no route is `no_route`.
+            udp6(LAN, "fe80::50", "2001:db8:999::1"),
+            udp6(LAN, "::", "2001:db8:999::1"),
+            udp6(LAN, "2001:db8:1::50", "fe80:0:0:1::99"),
+            udp6(LAN, "2001:db8:1::50", "2001:db8:999::1"),
         ]);
-        use DropReason::BadAddress;
+        use DropReason::{BadAddress, NoRoute};
         assert_eq!(
             v,
             [
@@ -1142,6 +1155,10 @@ mod address_tests {
                 Verdict::Drop(BadAddress),
                 Verdict::Drop(BadAddress),
                 Verdict::Tx(1),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(BadAddress),
+                Verdict::Drop(NoRoute),
             ]
         );
     }

@@ -318,13 +318,14 @@ pub fn decrement_hop_limit(ip: &mut [u8]) {
 ///
 /// Hop-by-Hop (0), Routing (43) and Destination Options (60) are
 /// `(len + 1) * 8` bytes, Fragment (44) is 8 bytes, AH (51) is
-/// `(len + 2) * 4` bytes. Any other value ends the walk. Header order is not
-/// enforced.
+/// `(len + 2) * 4` bytes. Any other value ends the walk. The order of the
+/// others is not enforced, but Hop-by-Hop must come first (RFC 8200 4.1).
 ///
 /// # Errors
 /// - [`Error::Truncated`] if an extension header runs past `payload`.
 /// - [`Error::Unsupported`] if more than [`MAX_EXTENSION_HEADERS`] extension
-///   headers precede the upper layer.
+///   headers precede the upper layer, or a Hop-by-Hop header follows another
+///   extension header.
 #[inline]
 pub fn walk_extensions(next_header: IpProtocol, payload: &[u8]) -> Result<ExtWalk> {
     let mut nh = next_header;
@@ -333,6 +334,9 @@ pub fn walk_extensions(next_header: IpProtocol, payload: &[u8]) -> Result<ExtWal
     let mut walked = 0;
     loop {
         let (len, is_frag) = match nh {
+            // RFC 8200 4.1: Hop-by-Hop comes right after the fixed header or
+            // not at all; elsewhere its Next Header value is unrecognised.
+            IpProtocol::HopByHop if walked > 0 => return Err(Error::Unsupported),
             IpProtocol::HopByHop | IpProtocol::Ipv6Route | IpProtocol::Ipv6Opts => {
                 let h = payload.get(off..off + 2).ok_or(Error::Truncated)?;
                 ((usize::from(h[1]) + 1) * 8, false)
@@ -492,6 +496,33 @@ mod tests {
             &p.payload()[w.l4_offset..w.l4_offset + 4],
             &[0x30, 0x39, 0x00, 0x35]
         );
+    }
+
+    /// Hop-by-Hop is first or nowhere (RFC 8200 4.1): after a Destination
+    /// Options or Routing header, or a second one, ends the walk unsupported.
+    #[test]
+    fn hop_by_hop_anywhere_but_first_is_refused() {
+        let hbh_to = |next: u8| [next, 0, 1, 4, 0, 0, 0, 0];
+        let udp = [0x30, 0x39, 0x00, 0x35, 0, 8, 0, 0];
+        let chain = |parts: &[[u8; 8]]| parts.concat();
+        let first = chain(&[hbh_to(17), udp]);
+        assert_eq!(
+            walk_extensions(IpProtocol::HopByHop, &first)
+                .unwrap()
+                .l4_offset,
+            8
+        );
+        for (start, body) in [
+            (IpProtocol::Ipv6Opts, chain(&[hbh_to(0), hbh_to(17), udp])),
+            (IpProtocol::Ipv6Route, chain(&[hbh_to(0), hbh_to(17), udp])),
+            (IpProtocol::HopByHop, chain(&[hbh_to(0), hbh_to(17), udp])),
+        ] {
+            assert_eq!(
+                walk_extensions(start, &body).unwrap_err(),
+                Error::Unsupported,
+                "{start:?} then Hop-by-Hop"
+            );
+        }
     }
 
     #[test]

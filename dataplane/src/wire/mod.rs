@@ -80,7 +80,8 @@ pub enum Error {
     #[error("malformed option")]
     BadOption,
     /// Well formed but not handled here: ARP for other than Ethernet/IPv4,
-    /// a third VLAN tag, an over-long IPv6 extension chain, a message type a
+    /// a third VLAN tag, an over-long IPv6 extension chain or one with
+    /// Hop-by-Hop anywhere but first (RFC 8200 4.1), a message type a
     /// `Repr` does not model, a fragment where a whole datagram is required.
     #[error("unsupported packet")]
     Unsupported,

@@ -1132,6 +1132,44 @@ mod address_tests {
     /// RFC 4291 2.5.6: link-local and unspecified sources and link-local
     /// destinations (fe80::/64 is a connected route on lan here) are not
     /// forwarded; global ones are.
+    /// `frame` (from [`udp6`]) with the IPv6 extension headers `kinds`
+    /// (each 8 bytes: its next header, then a PadN option) before its UDP.
+    fn with_extensions(frame: &[u8], kinds: &[u8]) -> Vec<u8> {
+        let mut v = frame[..54].to_vec();
+        let body = &frame[54..];
+        v[20] = kinds[0];
+        let len = u16::from_be_bytes([v[18], v[19]]) + 8 * kinds.len() as u16;
+        v[18..20].copy_from_slice(&len.to_be_bytes());
+        for (k, _) in kinds.iter().enumerate() {
+            let next = kinds.get(k + 1).copied().unwrap_or(17);
+            v.extend_from_slice(&[next, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        v.extend_from_slice(body);
+        v
+    }
+
+    /// Hop-by-Hop options come first or not at all (RFC 8200 4.1): a
+    /// packet with one after another extension header is `unsupported`,
+    /// the same headers in order are routed.
+    #[test]
+    fn hop_by_hop_after_another_extension_is_not_routed() {
+        let (hbh, dst_opts) = (0u8, 60u8);
+        let udp = udp6(LAN, "2001:db8:1::50", "2001:db8:100::1");
+        let (v, _) = verdicts(&[
+            with_extensions(&udp, &[hbh, dst_opts]),
+            with_extensions(&udp, &[dst_opts, hbh]),
+            with_extensions(&udp, &[hbh, hbh]),
+        ]);
+        assert_eq!(
+            v,
+            [
+                Verdict::Tx(1),
+                Verdict::Drop(DropReason::Unsupported),
+                Verdict::Drop(DropReason::Unsupported),
+            ]
+        );
+    }
+
     #[test]
     fn ipv6_link_local_and_unspecified_are_not_forwarded() {
         let (v, _) = verdicts(&[

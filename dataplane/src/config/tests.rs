@@ -453,6 +453,16 @@ fn router_config_errors_name_line_and_field() {
     let (line, field, msg) = err(&router_bad(r#"dport = "22-23""#, r#"dport = "23-22""#));
     assert_eq!((line, field.as_str()), (25, "acl.rule[0].dport"));
     assert!(msg.contains("invalid port range"), "{msg}");
+    // Ports on a protocol without them: the rule could never match.
+    for proto in [r#""icmp""#, r#""icmpv6""#, "47"] {
+        let (line, field, msg) = err(&router_bad(r#"proto = "tcp""#, &format!("proto = {proto}")));
+        assert_eq!((line, field.as_str()), (25, "acl.rule[0].dport"), "{proto}");
+        assert!(msg.contains("has no ports"), "{msg}");
+    }
+    for proto in [r#""udp""#, r#""sctp""#, "6"] {
+        let ok = router_bad(r#"proto = "tcp""#, &format!("proto = {proto}"));
+        assert!(Config::parse(&ok, "r.toml").is_ok(), "{proto}");
+    }
     let (line, field, msg) = err(&router_bad(
         r#"via = ["10.0.1.2", "10.0.2.2"]"#,
         r#"via = ["10.0.1.2", "10.7.7.7"]"#,

@@ -374,7 +374,7 @@ impl Parse {
         // The one other refusal: L4 ports wanted but cut short (with the
         // frame exactly the packet, `total` says where it ends).
         let first_fragment = ip.frag & 0x1fff == 0;
-        let ports = l4 && first_fragment && has_ports(ip.proto);
+        let ports = l4 && first_fragment && wire::has_ports(ip.proto);
         if ports && ip.total < 24 {
             return None;
         }
@@ -489,7 +489,7 @@ impl Parse {
         };
         if let Some((off, l4)) = l4 {
             m.l4_off = (l2.l3_offset + off) as u16;
-            if self.l4 && has_ports(proto) {
+            if self.l4 && wire::has_ports(proto) {
                 if l4.len() < 4 {
                     return Err(DropReason::Truncated);
                 }
@@ -615,29 +615,6 @@ const INV_0XFFFF: u64 = {
     x
 };
 const _: () = assert!(INV_0XFFFF.wrapping_mul(0xffff) == 1);
-
-/// Protocols whose first four L4 bytes are source and destination ports:
-/// TCP, UDP, SCTP. (Compared as numbers: going through `IpProtocol::from`
-/// builds the enum first, which the fast path cannot afford.)
-#[inline(always)]
-fn has_ports(proto: u8) -> bool {
-    const TCP: u8 = 6;
-    const UDP: u8 = 17;
-    const SCTP: u8 = 132;
-    matches!(proto, TCP | UDP | SCTP)
-}
-
-#[cfg(test)]
-#[test]
-fn has_ports_matches_the_protocol_names() {
-    for p in 0..=255u8 {
-        let named = matches!(
-            wire::IpProtocol::from(p),
-            wire::IpProtocol::Tcp | wire::IpProtocol::Udp
-        );
-        assert_eq!(has_ports(p), named || p == 132, "protocol {p}");
-    }
-}
 
 pub use crate::flow::flow_hash;
 

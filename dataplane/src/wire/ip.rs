@@ -25,9 +25,30 @@ enum_with_unknown! {
     }
 }
 
+/// Protocols whose first four L4 bytes are source and destination ports:
+/// TCP, UDP, SCTP (what the parse reads into a flow key and what an ACL
+/// rule's port ranges can match). Compared as numbers: going through
+/// `IpProtocol::from` builds the enum first, which the fast path cannot
+/// afford.
+#[inline(always)]
+pub fn has_ports(proto: u8) -> bool {
+    const TCP: u8 = 6;
+    const UDP: u8 = 17;
+    const SCTP: u8 = 132;
+    matches!(proto, TCP | UDP | SCTP)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn has_ports_matches_the_protocol_names() {
+        for p in 0..=255u8 {
+            let named = matches!(IpProtocol::from(p), IpProtocol::Tcp | IpProtocol::Udp);
+            assert_eq!(has_ports(p), named || p == 132, "protocol {p}");
+        }
+    }
 
     #[test]
     fn round_trips_every_value() {

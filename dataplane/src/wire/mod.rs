@@ -45,7 +45,7 @@ pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use ethernet::{l3_offset, EtherType, EthernetFrame, EthernetRepr, L2Info, MacAddr};
 pub use icmpv4::{Icmpv4Packet, Icmpv4Repr, Icmpv4Type};
 pub use icmpv6::{Icmpv6Packet, Icmpv6Repr, Icmpv6Type, NdpFlags, NdpOption};
-pub use ip::IpProtocol;
+pub use ip::{has_ports, IpProtocol};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{walk_extensions, ExtWalk, Ipv6Packet, Ipv6Repr};
 pub use tcp::{TcpFlags, TcpPacket};

@@ -28,6 +28,22 @@ impl Config {
                     ));
                 }
             }
+            // A portless packet's key holds no ports (zeros), so a range
+            // on such a protocol only filters by accident, or never matches.
+            if let Some(Proto(p)) = r.proto {
+                for (name, ports) in [("sport", &r.sport), ("dport", &r.dport)] {
+                    if let (false, Some(ports)) = (crate::wire::has_ports(p), ports) {
+                        return Err(loc.error(
+                            ports.span(),
+                            field(name),
+                            format!(
+                                "protocol {p} has no ports, so a port range never matches it \
+                                 (ports are matched for tcp, udp and sctp)"
+                            ),
+                        ));
+                    }
+                }
+            }
             if let Some(v) = &r.vlan {
                 if *v.get_ref() > 4095 {
                     return Err(loc.error(

@@ -46,7 +46,10 @@ fn config(dir: &Path, prefix: &str, set_b: bool) -> String {
     } else {
         (
             "10.0.1.2",
-            "[[acl.rule]]\naction = \"deny\"\nproto = \"udp\"\ndport = 9\n",
+            // The second rule can never match (the first denies all it
+            // would allow): warned of at start-up and on each reload.
+            "[[acl.rule]]\naction = \"deny\"\nproto = \"udp\"\ndport = 9\n\
+             [[acl.rule]]\naction = \"allow\"\nproto = \"udp\"\ndport = 9\n",
         )
     };
     format!(
@@ -276,6 +279,18 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
         assert!(line.contains(field), "no `{field}` in: {line}");
     }
     assert_eq!(daemon_stats(&prefix)["reloads"]["generation"], 20);
+    let hidden = "acl.rule[1]: this rule never matches: acl.rule[0]";
+    let at_start = log
+        .lines()
+        .filter(|l| l.contains(hidden) && !l.contains("reload:"));
+    let on_reload = log
+        .lines()
+        .filter(|l| l.contains(hidden) && l.contains("reload:"));
+    assert_eq!(at_start.count(), 1, "the hidden rule at start-up:\n{log}");
+    assert!(
+        on_reload.count() >= 9,
+        "the hidden rule on set A's reloads:\n{log}"
+    );
 
     let (out, report, _) = d.stop(libc::SIGINT, Duration::from_secs(20)).unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

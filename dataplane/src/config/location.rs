@@ -45,6 +45,12 @@ pub(super) struct Locator<'a> {
 }
 
 impl Locator<'_> {
+    /// The line (from 1) where `span` starts.
+    pub(super) fn line_of(&self, span: &Range<usize>) -> usize {
+        let start = span.start.min(self.src.len());
+        self.src[..start].matches('\n').count() + 1
+    }
+
     pub(super) fn error(
         &self,
         span: Range<usize>,

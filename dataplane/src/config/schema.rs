@@ -361,7 +361,7 @@ pub struct AclConfig {
     pub default: Action,
     /// Rules in order; the first match wins.
     #[serde(default)]
-    pub rule: Vec<AclRuleConfig>,
+    pub rule: Vec<Spanned<AclRuleConfig>>,
     /// Entries per address family of each worker's exact-match flow cache
     /// in front of the classifier (0 turns it off; rounded up to a power
     /// of two of buckets).

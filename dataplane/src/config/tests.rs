@@ -427,6 +427,68 @@ fn router_config_resolves() {
     );
 }
 
+/// A rule an earlier rule hides (it matches every packet the later one
+/// does) is a warning at the later rule, naming the earlier one's line;
+/// past ten such rules the rest are summed up in one more warning.
+#[test]
+fn acl_rules_that_can_never_match_are_warned_of() {
+    let (_, res) = Config::parse(ROUTER, "r.toml").unwrap();
+    assert!(res.warnings.is_empty(), "{:?}", res.warnings);
+    let hidden = |n: usize| {
+        let more = r#"[[acl.rule]]
+action = "allow"
+src = "10.9.1.0/24"
+proto = "tcp"
+dport = 22
+"#
+        .repeat(n);
+        router_bad("[route]\n", &format!("{more}\n[route]\n"))
+    };
+    let (_, res) = Config::parse(&hidden(1), "r.toml").unwrap();
+    assert_eq!(res.warnings.len(), 1, "{:?}", res.warnings);
+    let w = &res.warnings[0];
+    assert_eq!(
+        (w.line(), w.field()),
+        (Some(27), Some("acl.rule[1]")),
+        "{w}"
+    );
+    assert!(
+        w.to_string()
+            .contains("acl.rule[0] (line 21) matches every packet it does, with the other action"),
+        "{w}"
+    );
+    let (_, res) = Config::parse(&hidden(12), "r.toml").unwrap();
+    assert_eq!(res.warnings.len(), 11, "{:?}", res.warnings);
+    // Each named after the first rule that hides it: rule 0 hides them all.
+    assert_eq!(res.warnings[1].field(), Some("acl.rule[2]"));
+    assert!(res.warnings[1]
+        .to_string()
+        .contains("acl.rule[0] (line 21)"));
+    assert_eq!(res.warnings[10].field(), Some("acl.rule[11]"));
+    assert!(
+        res.warnings[10]
+            .to_string()
+            .contains("2 more rules never match"),
+        "{}",
+        res.warnings[10]
+    );
+    // A narrower rule first hides nothing.
+    let narrow_first = router_bad(
+        r#"src = "10.9.0.0/16""#,
+        r#"src = "10.9.0.0/16"
+dst = "198.18.0.0/24""#,
+    );
+    let (_, res) = Config::parse(
+        &narrow_first.replace(
+            "[route]\n",
+            "[[acl.rule]]\naction = \"allow\"\nsrc = \"10.9.0.0/16\"\n\n[route]\n",
+        ),
+        "r.toml",
+    )
+    .unwrap();
+    assert!(res.warnings.is_empty(), "{:?}", res.warnings);
+}
+
 #[test]
 fn acl_flow_cache_size() {
     let (_, res) = Config::parse(ROUTER, "r.toml").unwrap();

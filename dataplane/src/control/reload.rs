@@ -320,6 +320,11 @@ impl Job {
         let file = path.display().to_string();
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let (cfg, res) = Config::parse_in(&src, &file, &dir).map_err(|e| e.to_string())?;
+        // As at start-up: what the new file says that is valid but likely
+        // not meant (an ACL rule an earlier one hides, say).
+        for w in &res.warnings {
+            tracing::warn!("reload: {w}");
+        }
         self.stopping()?;
         if let Some(e) = restart_needed(&self.source, &src, &file) {
             return Err(e);

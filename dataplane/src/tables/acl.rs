@@ -52,6 +52,31 @@ impl AclRule {
         }
     }
 
+    /// Whether this rule matches every packet `later` matches, so that
+    /// `later`, placed after it, can never match (first match wins). Exact
+    /// where it says yes; it may say no for some such pairs (a port range
+    /// that holds only port 0 against a protocol without ports, say).
+    pub fn covers(&self, later: &AclRule) -> bool {
+        let (Ok(fa), Ok(fb)) = (self.family(), later.family()) else {
+            return false;
+        };
+        // A rule tied to one family matches any address of it where it
+        // names no prefix; a rule of both families matches any address.
+        let of_family = |p: Option<Prefix>, f: Option<bool>| p.or(f.map(Prefix::any));
+        let prefix = |a: Option<Prefix>, b: Option<Prefix>| match (a, b) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(b)) => a.covers(&b),
+        };
+        let range = |a: (u16, u16), b: (u16, u16)| a.0 <= b.0 && b.1 <= a.1;
+        prefix(of_family(self.src, fa), of_family(later.src, fb))
+            && prefix(of_family(self.dst, fa), of_family(later.dst, fb))
+            && self.proto.is_none_or(|p| later.proto == Some(p))
+            && range(self.sport, later.sport)
+            && range(self.dport, later.dport)
+            && self.vlan.is_none_or(|v| later.vlan == Some(v))
+    }
+
     /// `Some(is_v6)` when the rule's prefixes tie it to one family, `None`
     /// when it applies to both; an error when src and dst disagree.
     pub fn family(&self) -> Result<Option<bool>, DpdkError> {
@@ -422,6 +447,36 @@ mod tests {
         ]
     }
 
+    #[test]
+    fn covers_names_the_rules_an_earlier_one_hides() {
+        let r = |src, dst, proto, dport| AclRule {
+            src,
+            dst,
+            proto,
+            sport: ANY_PORT,
+            dport,
+            vlan: None,
+            action: AclAction::Deny,
+        };
+        let v6 = |s: &str, len| Some(Prefix::v6(s.parse().unwrap(), len).unwrap());
+        let ssh = r(p4([10, 9, 0, 0], 16), None, Some(6), (22, 22));
+        // Wider prefix, any protocol, a range around the port: covers.
+        assert!(r(p4([10, 0, 0, 0], 8), None, None, (0, 1024)).covers(&ssh));
+        assert!(AclRule::any(AclAction::Allow).covers(&ssh));
+        // An IPv4 rule without a source covers one with any IPv4 source;
+        // not one of both families (no prefix at all).
+        assert!(r(None, p4([0, 0, 0, 0], 0), None, ANY_PORT).covers(&ssh));
+        assert!(
+            !r(p4([0, 0, 0, 0], 0), None, None, ANY_PORT).covers(&AclRule::any(AclAction::Deny))
+        );
+        // Narrower in one field, another family, another protocol: no.
+        assert!(!r(p4([10, 9, 1, 0], 24), None, Some(6), (22, 22)).covers(&ssh));
+        assert!(!r(v6("2001:db8::", 32), None, None, ANY_PORT).covers(&ssh));
+        assert!(!r(p4([10, 9, 0, 0], 16), None, Some(17), (22, 22)).covers(&ssh));
+        assert!(!r(p4([10, 9, 0, 0], 16), None, Some(6), (23, 80)).covers(&ssh));
+        assert!(ssh.covers(&ssh));
+    }
+
     fn rule() -> impl Strategy<Value = AclRule> {
         // 0: IPv4 prefixes, 1: IPv6 prefixes (each src/dst may be absent).
         (any::<bool>(), any::<bool>(), any::<bool>()).prop_flat_map(|(v6, has_src, has_dst)| {
@@ -560,6 +615,45 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(crate::tables::testing::proptest_cases(48)))]
+
+        /// A rule that `covers` another matches every packet the other
+        /// matches; the earlier rule is the later one widened field by field
+        /// (or any rule at all, for the pairs it does not cover).
+        #[test]
+        fn a_covering_rule_matches_all_the_covered_one_does(
+            later in rule(),
+            widen in any::<[bool; 7]>(),
+            shorter in (0u8..=128, 0u8..=128),
+            other in rule(),
+            unrelated in any::<bool>(),
+            packets in prop::collection::vec((any::<u128>(), any::<bool>()), 1..40),
+        ) {
+            let shorten = |p: Option<Prefix>, by: u8, keep: bool| match p {
+                Some(p) if !keep => Some(Prefix::new(p.addr(), p.prefix_len().saturating_sub(by)).unwrap()),
+                p => p,
+            };
+            let earlier = if unrelated {
+                other
+            } else {
+                AclRule {
+                    src: if widen[0] { None } else { shorten(later.src, shorter.0, widen[5]) },
+                    dst: if widen[1] { None } else { shorten(later.dst, shorter.1, widen[6]) },
+                    proto: if widen[2] { None } else { later.proto },
+                    sport: if widen[3] { ANY_PORT } else { later.sport },
+                    dport: later.dport,
+                    vlan: if widen[4] { None } else { later.vlan },
+                    action: later.action,
+                }
+            };
+            if earlier.covers(&later) {
+                for &(rnd, v6) in &packets {
+                    let k = packet_near(Some(&later), v6, rnd);
+                    if later.matches(&k, v6) {
+                        prop_assert!(earlier.matches(&k, v6), "{earlier:?} covers {later:?} but misses {k:?}");
+                    }
+                }
+            }
+        }
 
         #[test]
         fn acl_v4_matches_linear_scan(rules in prop::collection::vec(rule(), 0..40), seeds in seeds()) {

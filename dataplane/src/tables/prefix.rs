@@ -86,6 +86,24 @@ impl Prefix {
         b
     }
 
+    /// The prefix of every address of a family (`0.0.0.0/0` or `::/0`).
+    pub fn any(v6: bool) -> Prefix {
+        let addr = if v6 {
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        };
+        Prefix { addr, len: 0 }
+    }
+
+    /// Whether every address of `other` lies in this prefix (same family,
+    /// no longer, and `other`'s network inside it).
+    pub fn covers(&self, other: &Prefix) -> bool {
+        self.is_ipv6() == other.is_ipv6()
+            && self.len <= other.len
+            && self.contains_key_bytes(&other.key_bytes())
+    }
+
     /// Whether `addr` (in `FlowKey` layout, of this prefix's family) lies in
     /// the prefix.
     #[inline]

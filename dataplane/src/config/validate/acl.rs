@@ -17,7 +17,9 @@ impl Config {
             Action::Deny => AclAction::Deny,
         };
         let prefix = IpCidr::prefix;
+        let first = res.acl_rules.len();
         for (i, r) in acl.rule.iter().enumerate() {
+            let r = r.get_ref();
             let field = |f: &str| Some(format!("acl.rule[{i}].{f}"));
             if let (Some(s), Some(d)) = (&r.src, &r.dst) {
                 if matches!(s.get_ref(), IpCidr::V4(_)) != matches!(d.get_ref(), IpCidr::V4(_)) {
@@ -67,6 +69,7 @@ impl Config {
                 action: action(r.action),
             });
         }
+        warn_shadowed(loc, &acl.rule, &res.acl_rules[first..], &mut res.warnings);
         let cache = &acl.flow_cache;
         if *cache.get_ref() > AclConfig::MAX_FLOW_CACHE {
             return Err(loc.error(
@@ -82,5 +85,57 @@ impl Config {
         res.acl_flow_cache = *cache.get_ref();
         res.acl_default = Some(action(acl.default));
         Ok(())
+    }
+}
+
+/// Rule lists up to this long are checked for rules an earlier one hides
+/// (every pair is compared: a longer, generated list is left alone).
+const SHADOW_CHECK_MAX: usize = 10_000;
+
+/// Hidden rules warned about one by one; the rest in one summing warning.
+const SHADOW_WARNINGS: usize = 10;
+
+/// Warns of each rule that can never match because an earlier one matches
+/// every packet it does (first match wins): a rule in the wrong place, or
+/// one left over. Not an error: the list still means what it says.
+fn warn_shadowed(
+    loc: &Locator,
+    spans: &[Spanned<AclRuleConfig>],
+    rules: &[crate::tables::AclRule],
+    warnings: &mut Vec<ConfigError>,
+) {
+    if rules.len() > SHADOW_CHECK_MAX {
+        return;
+    }
+    let hidden: Vec<(usize, usize)> = rules
+        .iter()
+        .enumerate()
+        .filter_map(|(j, later)| Some((rules[..j].iter().position(|r| r.covers(later))?, j)))
+        .collect();
+    for &(i, j) in hidden.iter().take(SHADOW_WARNINGS) {
+        let same = if rules[i].action == rules[j].action {
+            "with the same action"
+        } else {
+            "with the other action"
+        };
+        warnings.push(loc.error(
+            spans[j].span(),
+            Some(format!("acl.rule[{j}]")),
+            format!(
+                "this rule never matches: acl.rule[{i}] (line {}) matches every packet it does, \
+                 {same}, and comes first",
+                loc.line_of(&spans[i].span())
+            ),
+        ));
+    }
+    if let Some(&(_, j)) = hidden.get(SHADOW_WARNINGS) {
+        warnings.push(loc.error(
+            spans[j].span(),
+            Some(format!("acl.rule[{j}]")),
+            format!(
+                "{} more rules never match, from this one on (each hidden by an earlier rule)",
+                hidden.len() - SHADOW_WARNINGS
+            ),
+        ));
     }
 }

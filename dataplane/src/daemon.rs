@@ -49,26 +49,6 @@ pub struct RunOptions {
     pub reload: Arc<AtomicBool>,
 }
 
-/// Whether free 2 MiB hugepages and a hugetlbfs mount exist.
-pub fn hugepages_available() -> bool {
-    let free = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("HugePages_Free:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        })
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0);
-    let mounted = std::fs::read_to_string("/proc/mounts")
-        .map(|m| {
-            m.lines()
-                .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
-        })
-        .unwrap_or(false);
-    free > 0 && mounted
-}
-
 /// The EAL command line for `cfg`: lcore map (control lcore 0, worker i on
 /// lcore i+1 pinned to its core, the distributor on the lcore after the
 /// last worker's), memory, file prefix, devices, extras.
@@ -87,15 +67,30 @@ pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool
     }
     args.push(format!("--lcores={}", lcores.join(",")));
     args.push("--main-lcore=0".into());
+    // EAL reserves all of `-m` at start: hugepages only when that many are
+    // free (`check` refuses "on" without them on this machine).
+    let memory_mb = u64::from(*cfg.eal.memory_mb.get_ref());
+    let fit = config::HostMemory::read().is_some_and(|m| m.hugepages_fit(memory_mb));
     let huge = match cfg.eal.hugepages {
         Hugepages::Off => false,
         Hugepages::On => {
-            if !hugepages_available() {
-                bail!("eal.hugepages = \"on\" but no free hugepages are mounted (run scripts/setup.sh)");
+            if !fit {
+                bail!(
+                    "eal.hugepages = \"on\" but fewer than eal.memory_mb = {memory_mb} MB of \
+                     hugepages are free or none are mounted (run scripts/setup.sh)"
+                );
             }
             true
         }
-        Hugepages::Auto => hugepages_available(),
+        Hugepages::Auto => {
+            if !fit {
+                tracing::info!(
+                    memory_mb,
+                    "hugepages = \"auto\": fewer free hugepages than memory_mb; running without"
+                );
+            }
+            fit
+        }
     };
     // Command-line overrides win: honour an explicit --no-huge there.
     let huge = huge && !overrides.iter().any(|a| a == "--no-huge");

@@ -155,6 +155,27 @@ fn assert_one_line_before_eal(out: &Output, want: &str) {
     }
 }
 
+/// More EAL memory than free hugepages with `hugepages = "on"`: EAL would
+/// fail with "Cannot init memory"; `check` and `run` name the line instead.
+#[test]
+fn more_memory_than_free_hugepages_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // A terabyte: more than any CI machine's free hugepages.
+    let cfg = write(
+        dir.path(),
+        "c.toml",
+        &router_cfg(&file_prefix("hugemem"), 1 << 20, "on"),
+    );
+    let want = format!(
+        "{}:4:13: eal.memory_mb: 1048576 MB with eal.hugepages = \"on\": EAL reserves it all",
+        cfg.display()
+    );
+    let check = dataplane(&["check", cfg.to_str().unwrap()]);
+    assert_one_line_before_eal(&check, &want);
+    let out = dataplane(&["run", "--config", cfg.to_str().unwrap(), "--duration", "1"]);
+    assert_one_line_before_eal(&out, &want);
+}
+
 /// A worker on a CPU the machine does not have: EAL would refuse `--lcores`
 /// with its usage text; `run` says which config line is wrong instead.
 #[test]

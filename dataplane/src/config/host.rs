@@ -1,18 +1,58 @@
 //! What validation needs to know about the machine it runs on: the CPUs that
 //! are online and, of those, the ones this process may run on (its affinity:
-//! taskset, a cgroup cpuset), and whether the files devices open (pcap
-//! inputs) are to be looked for. [`Host::current`] knows all three; tests
-//! inject their own with [`Host::with_online_cpus`],
-//! [`Host::with_allowed_cpus`] and [`Host::with_files`], and
-//! [`Host::unknown`] skips the checks.
+//! taskset, a cgroup cpuset), its memory and free hugepages, and whether the
+//! files devices open (pcap inputs) are to be looked for. [`Host::current`]
+//! knows them all; tests inject their own with [`Host::with_online_cpus`],
+//! [`Host::with_allowed_cpus`], [`Host::with_memory`] and
+//! [`Host::with_files`], and [`Host::unknown`] skips the checks.
 use std::collections::BTreeSet;
 
 /// Where the kernel lists the online CPUs, as a range list (`0-3,5,8-11`).
 pub const ONLINE_CPUS: &str = "/sys/devices/system/cpu/online";
 
+/// The machine's memory and its free hugepages of the default size, in MiB
+/// (`/proc/meminfo`), and whether hugetlbfs is mounted (`/proc/mounts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostMemory {
+    pub total_mb: u64,
+    pub huge_free_mb: u64,
+    pub huge_mounted: bool,
+}
+
+impl HostMemory {
+    /// This machine's, or `None` when `/proc/meminfo` cannot be read.
+    pub fn read() -> Option<HostMemory> {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let kb = |key: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        };
+        let huge_free_mb =
+            kb("HugePages_Free:").unwrap_or(0) * kb("Hugepagesize:").unwrap_or(0) / 1024;
+        let huge_mounted = std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+        });
+        Some(HostMemory {
+            total_mb: kb("MemTotal:")? / 1024,
+            huge_free_mb,
+            huge_mounted,
+        })
+    }
+
+    /// Whether hugepages can back an EAL that reserves `mb` MiB at start
+    /// (`-m`): hugetlbfs mounted and that much free.
+    pub fn hugepages_fit(&self, mb: u64) -> bool {
+        self.huge_mounted && self.huge_free_mb >= mb
+    }
+}
+
 /// Facts about the host that a config is checked against.
 #[derive(Debug, Clone, Default)]
 pub struct Host {
+    /// Memory and hugepages; `None` = not known.
+    memory: Option<HostMemory>,
     /// Online CPUs and the range list they came from; `None` = not known.
     online_cpus: Option<(BTreeSet<u32>, String)>,
     /// The process's CPU affinity as a range list; `None` = not known.
@@ -35,7 +75,8 @@ impl Host {
             .ok()
             .and_then(|s| Host::with_online_cpus(&s).ok())
             .unwrap_or_default();
-        let host = host.with_files(true);
+        let mut host = host.with_files(true);
+        host.memory = HostMemory::read();
         match crate::dpdk::sched::allowed_cpus() {
             Ok(cpus) => host.with_allowed_set(cpus),
             Err(_) => host,
@@ -47,9 +88,19 @@ impl Host {
         let list = list.trim();
         Ok(Host {
             online_cpus: Some((parse_cpu_list(list)?, list.to_owned())),
-            allowed_cpus: None,
-            files: false,
+            ..Host::default()
         })
+    }
+
+    /// This host, with `memory`.
+    pub fn with_memory(mut self, memory: HostMemory) -> Host {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Its memory and hugepages, when known.
+    pub fn memory(&self) -> Option<HostMemory> {
+        self.memory
     }
 
     /// This host, run with CPU affinity `list` (a range list).

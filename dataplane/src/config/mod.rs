@@ -27,7 +27,7 @@ pub mod schema;
 mod validate;
 pub mod values;
 
-pub use host::Host;
+pub use host::{Host, HostMemory};
 pub use location::ConfigError;
 use location::Locator;
 pub use schema::*;
@@ -185,7 +185,7 @@ impl Config {
         cfg.check_distributor_core(&loc, host, &mut resolved)?;
         cfg.check_port_files(&loc, host)?;
         cfg.check_mempool(&loc)?;
-        cfg.check_memory(&loc, &mut resolved);
+        cfg.check_memory(&loc, host, &mut resolved)?;
         Ok((cfg, resolved))
     }
 

@@ -150,7 +150,8 @@ impl<'de> Deserialize<'de> for RxChecksumOffload {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Hugepages {
-    /// Use hugepages when the machine has free ones mounted, else `--no-huge`.
+    /// Use hugepages when the machine has enough free ones mounted (as many
+    /// as `memory_mb`, which EAL reserves at start), else `--no-huge`.
     #[default]
     Auto,
     /// Require hugepages.

@@ -1118,6 +1118,73 @@ fn too_little_eal_memory_for_the_route_tables_is_a_warning() {
         .is_empty());
 }
 
+/// `eal.memory_mb` against the machine: with `hugepages = "on"` fewer free
+/// hugepages (or none mounted) is an error at `memory_mb`, unless
+/// `eal.args` turns hugepages off; `auto` and `off` are not; more than the
+/// machine's memory is a warning; an unknown machine is not checked.
+#[test]
+fn eal_memory_is_checked_against_the_machine() {
+    let cfg = |huge: &str, mb: u32, args: &str| {
+        router_bad(
+            "pipeline = [\"acl\", \"route\"]\n",
+            &format!(
+                "pipeline = [\"acl\", \"route\"]\n[eal]\nmemory_mb = {mb}\nhugepages = \"{huge}\"\nargs = [{args}]\n"
+            ),
+        )
+    };
+    let machine = |huge_free_mb, huge_mounted| {
+        Host::unknown().with_memory(HostMemory {
+            total_mb: 24_000,
+            huge_free_mb,
+            huge_mounted,
+        })
+    };
+    let parse = |src: &str, host: &Host| Config::parse_with(src, "r.toml", Path::new("."), host);
+    // Enough hugepages: fine in every mode.
+    for huge in ["on", "auto", "off"] {
+        let (_, res) = parse(&cfg(huge, 1024, ""), &machine(2048, true)).unwrap();
+        assert!(res.warnings.is_empty(), "{huge}: {:?}", res.warnings);
+    }
+    // Too few, or none mounted: "on" is refused at memory_mb.
+    for (free, mounted, says) in [
+        (512, true, "512 MB of hugepages are free"),
+        (4096, false, "no hugetlbfs is mounted"),
+    ] {
+        let e = parse(&cfg("on", 1024, ""), &machine(free, mounted)).unwrap_err();
+        assert_eq!(
+            (e.line(), e.field()),
+            (Some(3), Some("eal.memory_mb")),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("1024 MB with eal.hugepages = \"on\"") && msg.contains(says),
+            "{msg}"
+        );
+        // `auto` runs without them, `off` never wants them, and `--no-huge`
+        // in eal.args wins over "on".
+        for ok in [
+            cfg("auto", 1024, ""),
+            cfg("off", 1024, ""),
+            cfg("on", 1024, "\"--no-huge\""),
+        ] {
+            assert!(parse(&ok, &machine(free, mounted)).is_ok(), "{ok}");
+        }
+    }
+    // More than the machine has: a warning.
+    let (_, res) = parse(&cfg("off", 100_000, ""), &machine(0, false)).unwrap();
+    assert_eq!(res.warnings.len(), 1, "{:?}", res.warnings);
+    let w = res.warnings[0].to_string();
+    assert!(
+        w.starts_with(
+            "r.toml:3:13: eal.memory_mb: 100000 MB is more than this machine's memory (24000 MB)"
+        ),
+        "{w}"
+    );
+    // Not known: not checked.
+    assert!(Config::parse(&cfg("on", 1024, ""), "r.toml").is_ok());
+}
+
 /// Ring mode: two ports, two workers without `rx`, fed by a distributor.
 const RING: &str = r#"pipeline = ["forward"]
 

@@ -115,9 +115,64 @@ impl Config {
         Ok(())
     }
 
+    /// `eal.memory_mb` against the machine (when known): with
+    /// `hugepages = "on"` EAL reserves it all from free hugepages at start,
+    /// and fails there when they are fewer (an error here, unless `eal.args`
+    /// turns hugepages off); more than the machine's memory is a warning
+    /// (without hugepages EAL only reserves address space).
+    fn check_memory_on_host(
+        &self,
+        loc: &Locator,
+        host: &Host,
+        res: &mut Resolved,
+    ) -> Result<(), ConfigError> {
+        let Some(mem) = host.memory() else {
+            return Ok(());
+        };
+        let have = u64::from(*self.eal.memory_mb.get_ref());
+        let span = self.eal.memory_mb.span();
+        let field = || Some("eal.memory_mb".to_string());
+        let no_huge = self.eal.args.iter().any(|a| a == "--no-huge");
+        if self.eal.hugepages == Hugepages::On && !no_huge && !mem.hugepages_fit(have) {
+            let free = if mem.huge_mounted {
+                format!("{} MB of hugepages are free", mem.huge_free_mb)
+            } else {
+                "no hugetlbfs is mounted".to_string()
+            };
+            return Err(loc.error(
+                span,
+                field(),
+                format!(
+                    "{have} MB with eal.hugepages = \"on\": EAL reserves it all from free \
+                     hugepages at start, and {free}: reserve more (scripts/setup.sh), lower \
+                     eal.memory_mb, or set eal.hugepages = \"auto\" (without hugepages when \
+                     too few are free)"
+                ),
+            ));
+        }
+        if have > mem.total_mb {
+            res.warnings.push(loc.error(
+                span,
+                field(),
+                format!(
+                    "{have} MB is more than this machine's memory ({} MB): EAL can only run \
+                     without hugepages, and the tables and pool must fit in what there is",
+                    mem.total_mb
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Warns when `eal.memory_mb` is below the estimate: with hugepages EAL
     /// grows past `-m`, without them start-up fails.
-    pub(in crate::config) fn check_memory(&self, loc: &Locator, res: &mut Resolved) {
+    pub(in crate::config) fn check_memory(
+        &self,
+        loc: &Locator,
+        host: &Host,
+        res: &mut Resolved,
+    ) -> Result<(), ConfigError> {
+        self.check_memory_on_host(loc, host, res)?;
         let est = self.memory_estimate(res);
         let have = u64::from(*self.eal.memory_mb.get_ref());
         if have < est.total_mb {
@@ -136,6 +191,7 @@ impl Config {
                 ),
             ));
         }
+        Ok(())
     }
 }
 

@@ -116,7 +116,7 @@ pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool
     if !any_pci {
         args.push("--no-pci".into());
     }
-    args.extend(cfg.eal.args.iter().cloned());
+    args.extend(cfg.eal.arg_strings());
     args.extend(overrides.iter().cloned());
     // `check` saw the config's prefixes; this is the one EAL will use.
     config::check_file_prefix(&crate::dpdk::eal::file_prefix_of(&args))

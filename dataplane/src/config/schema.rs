@@ -163,8 +163,9 @@ pub enum Hugepages {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EalConfig {
-    /// Extra EAL arguments, appended before command-line overrides.
-    pub args: Vec<String>,
+    /// Extra EAL arguments, appended before command-line overrides
+    /// ([`EalConfig::arg_strings`]; checked by `check`: `validate::eal_args`).
+    pub args: Vec<Spanned<String>>,
     pub hugepages: Hugepages,
     /// Memory EAL reserves (`-m`), MiB.
     pub memory_mb: Spanned<u32>,
@@ -175,6 +176,13 @@ pub struct EalConfig {
     pub control_core: Spanned<u32>,
     /// Disable DPDK's telemetry socket (on by default).
     pub no_telemetry: bool,
+}
+
+impl EalConfig {
+    /// `args` as EAL takes them.
+    pub fn arg_strings(&self) -> Vec<String> {
+        self.args.iter().map(|a| a.get_ref().clone()).collect()
+    }
 }
 
 impl Default for EalConfig {

@@ -1465,6 +1465,33 @@ fn more_ports_than_dpdk_holds() {
 
 /// A file prefix becomes EAL's directory and hugepage file names: `..`, a
 /// `/`, nothing or too much is refused where it is written.
+/// `eal.args` are EAL's own options and none the config sets otherwise:
+/// each mistake is named at its argument's line (the rules and messages:
+/// `validate::eal_args`'s tests).
+#[test]
+fn eal_args_are_checked_where_they_stand() {
+    let args = |list: &str| {
+        bad(
+            "args = [\"--log-level=lib.eal:debug\"]",
+            &format!("args = [\n  {list}\n]"),
+        )
+    };
+    let (line, field, msg) = err(&args("\"--no-huge\",\n  \"--huge-dri\", \"/mnt\""));
+    assert_eq!((line, field.as_str()), (9, "eal.args[1]"));
+    assert!(
+        msg.contains("`--huge-dri` is not an EAL option (did you mean `--huge-dir`?)"),
+        "{msg}"
+    );
+    let (line, field, msg) = err(&args("\"-l\", \"0-1\""));
+    assert_eq!((line, field.as_str()), (8, "eal.args[0]"));
+    assert!(msg.contains("[[worker]] core"), "{msg}");
+    assert!(Config::parse(
+        &args("\"--no-huge\", \"-n\", \"4\", \"--iova-mode=va\""),
+        "t.toml"
+    )
+    .is_ok());
+}
+
 #[test]
 fn file_prefix_must_be_a_plain_name() {
     for prefix in ["../x", "a/b", "", ".hidden", "sp ace"] {
@@ -1487,11 +1514,11 @@ fn file_prefix_must_be_a_plain_name() {
     ));
     assert_eq!(field, "eal.file_prefix");
     assert!(msg.contains("1 to 64"), "{msg}");
-    let (_, field, _) = err(&bad(
+    let (line, field, _) = err(&bad(
         "args = [\"--log-level=lib.eal:debug\"]",
         "args = [\"--file-prefix=../y\"]",
     ));
-    assert_eq!(field, "eal.args");
+    assert_eq!((line, field.as_str()), (7, "eal.args[0]"));
     for ok in ["dp-test_1.a", "t"] {
         let src = bad("file_prefix = \"t\"", &format!("file_prefix = \"{ok}\""));
         Config::parse(&src, "test.toml").unwrap_or_else(|e| panic!("{ok}: {e}"));

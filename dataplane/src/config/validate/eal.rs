@@ -12,12 +12,19 @@ impl Config {
         Ok(())
     }
 
-    /// A `--file-prefix` in `eal.args` (which wins) is checked as well.
+    /// `eal.args` are EAL options that the config does not set otherwise
+    /// (`super::eal_args`); a `--file-prefix` among them (which wins) is
+    /// checked as `eal.file_prefix` is.
     pub(super) fn check_args_file_prefix(&self, loc: &Locator) -> Result<(), ConfigError> {
-        let in_args = crate::dpdk::eal::file_prefix_of(&self.eal.args);
-        if self.eal.args.iter().any(|a| a.starts_with("--file-prefix")) {
-            crate::config::check_file_prefix(&in_args)
-                .map_err(|e| loc.error(0..0, Some("eal.args".into()), e))?;
+        super::eal_args::check(&self.eal.args).map_err(|(i, e)| {
+            loc.error(self.eal.args[i].span(), Some(format!("eal.args[{i}]")), e)
+        })?;
+        let args = self.eal.arg_strings();
+        let in_args = crate::dpdk::eal::file_prefix_of(&args);
+        if let Some(i) = args.iter().position(|a| a.starts_with("--file-prefix")) {
+            crate::config::check_file_prefix(&in_args).map_err(|e| {
+                loc.error(self.eal.args[i].span(), Some(format!("eal.args[{i}]")), e)
+            })?;
         }
         Ok(())
     }
@@ -132,7 +139,7 @@ impl Config {
         let have = u64::from(*self.eal.memory_mb.get_ref());
         let span = self.eal.memory_mb.span();
         let field = || Some("eal.memory_mb".to_string());
-        let no_huge = self.eal.args.iter().any(|a| a == "--no-huge");
+        let no_huge = self.eal.args.iter().any(|a| a.get_ref() == "--no-huge");
         if self.eal.hugepages == Hugepages::On && !no_huge && !mem.hugepages_fit(have) {
             let free = if mem.huge_mounted {
                 format!("{} MB of hugepages are free", mem.huge_free_mb)

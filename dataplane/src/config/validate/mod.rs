@@ -9,6 +9,7 @@ use super::*;
 
 mod acl;
 mod eal;
+mod eal_args;
 mod pipeline;
 mod ports;
 pub(in crate::config) mod route;

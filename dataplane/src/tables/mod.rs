@@ -18,6 +18,7 @@ pub mod flow_cache;
 pub mod hash_lpm;
 pub mod lb;
 pub mod maglev;
+pub mod martians;
 pub mod neighbor;
 pub mod prefix;
 pub mod route;

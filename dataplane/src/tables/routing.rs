@@ -20,12 +20,12 @@
 //! RFC 3021) a /32 to a `Broadcast` one, so the data path finds them with
 //! the same bulk lookup as everything else and the plain lane pays nothing
 //! for them (they are not gateways, so they leave its fast path).
+use super::martians::Martians;
 use super::neighbor::{self, NeighborKey, NeighborState, NeighborTable};
 use super::prefix::{mask4, mask6};
 use super::route::{Route4, Route6, RouteConfig, RouteTable};
 use super::Prefix;
 use crate::dpdk::DpdkError;
-use crate::pipeline::route::martians::Martians;
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

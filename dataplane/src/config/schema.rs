@@ -93,6 +93,11 @@ impl StageKind {
         self.spec().needs_headers
     }
 
+    /// It sends frames on unread: no header-reading stage beside it.
+    pub fn headerless(&self) -> bool {
+        self.spec().headerless
+    }
+
     /// Its config section, if it has one.
     pub fn section(&self) -> Option<&'static str> {
         self.spec().section

@@ -489,6 +489,29 @@ dst = "198.18.0.0/24""#,
     assert!(res.warnings.is_empty(), "{:?}", res.warnings);
 }
 
+/// A stage that sends frames on unread (`forward`: `StageSpec::headerless`)
+/// shares no pipeline with stages that read headers; `count` may follow it.
+#[test]
+fn a_headerless_stage_is_alone_with_header_readers() {
+    let with = |list: &str| {
+        router_bad(
+            "pipeline = [\"acl\", \"route\"]\n",
+            &format!("pipeline = {list}\n[forward]\npairs = [[\"lan\", \"wan\"]]\n"),
+        )
+    };
+    let (line, field, msg) = err(&with(r#"["acl", "route", "forward"]"#));
+    assert_eq!((line, field.as_str()), (1, "pipeline"));
+    assert!(
+        msg.contains("`forward` sends frames on without reading them and cannot share a pipeline with stages that read headers (acl, route)"),
+        "{msg}"
+    );
+    let alone = bad(
+        r#"pipeline = ["forward"]"#,
+        r#"pipeline = ["forward", "count"]"#,
+    );
+    assert!(Config::parse(&alone, "t.toml").is_ok());
+}
+
 #[test]
 fn acl_flow_cache_size() {
     let (_, res) = Config::parse(ROUTER, "r.toml").unwrap();

@@ -34,6 +34,7 @@ impl StageOps for AclStage {
         forwards: false,
         needs_later_forwarder: true,
         needs_headers: true,
+        headerless: false,
     };
 
     /// Plain packets are classified by their lane keys, the others from

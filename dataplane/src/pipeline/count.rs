@@ -60,6 +60,7 @@ impl StageOps for CountStage {
         forwards: false,
         needs_later_forwarder: false,
         needs_headers: false,
+        headerless: false,
     };
 
     fn process<P: PacketBuf, F: FastTx<P>>(

@@ -30,6 +30,7 @@ impl StageOps for Forward {
         forwards: true,
         needs_later_forwarder: false,
         needs_headers: false,
+        headerless: true,
     };
 
     fn process<P: PacketBuf, F: FastTx<P>>(

@@ -116,13 +116,18 @@ pub struct StageSpec {
     /// It reads packet headers (the `parse` sweep runs before the first
     /// such stage).
     pub needs_headers: bool,
+    /// It sends frames on without reading them, by input port (a
+    /// cross-connect): no stage that reads headers may share its pipeline.
+    pub headerless: bool,
 }
 
 /// What every stage is. Adding a stage: its file implementing this (its
-/// `SPEC` included), a variant in [`Stage`] (one line per `match` there),
-/// its config section and its line in `config::StageKind::spec`; the
-/// config checks, the report, the daemon and the profiler take it from
-/// here.
+/// `SPEC` included: the config's ordering rules are read from it), a
+/// variant in [`Stage`] (one line per `match` there), its config section,
+/// its line in `config::StageKind::spec`, and its arm in
+/// `daemon::build_worker_pipeline` (plus, for a stage with tables of its
+/// own, their field in `TableSet` and their build in `daemon`); the
+/// config checks, the report and the profiler take it from here.
 pub trait StageOps {
     /// The stage's declaration.
     const SPEC: StageSpec;

@@ -127,6 +127,7 @@ impl StageOps for Parse {
         forwards: false,
         needs_later_forwarder: false,
         needs_headers: false,
+        headerless: false,
     };
 
     fn process<P: PacketBuf, F: FastTx<P>>(

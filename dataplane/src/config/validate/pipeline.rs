@@ -101,13 +101,21 @@ impl Config {
                 ));
             }
         }
-        if seen.contains(&StageKind::Forward) && seen.iter().any(|k| k.needs_headers()) {
+        let readers: Vec<&str> = seen
+            .iter()
+            .filter(|k| k.needs_headers())
+            .map(|k| k.name())
+            .collect();
+        if let (Some(raw), false) = (seen.iter().find(|k| k.headerless()), readers.is_empty()) {
             return Err(loc.error(
                 self.pipeline.span(),
                 Some("pipeline".into()),
-                "`forward` cross-connects ports and cannot be combined with other stages \
-                 (but `count`)"
-                    .into(),
+                format!(
+                    "`{}` sends frames on without reading them and cannot share a pipeline \
+                     with stages that read headers ({})",
+                    raw.name(),
+                    readers.join(", ")
+                ),
             ));
         }
         let forwarder = stages.iter().position(|s| s.get_ref().forwards());

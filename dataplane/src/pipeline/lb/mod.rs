@@ -180,6 +180,7 @@ impl StageOps for LbStage {
         forwards: false,
         needs_later_forwarder: true,
         needs_headers: true,
+        headerless: false,
     };
 
     #[inline(always)]

@@ -78,6 +78,7 @@ impl StageOps for RouteStage {
         forwards: true,
         needs_later_forwarder: false,
         needs_headers: true,
+        headerless: false,
     };
 
     #[inline(always)]

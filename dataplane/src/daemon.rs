@@ -68,33 +68,39 @@ pub fn eal_args(cfg: &Config, overrides: &[String]) -> Result<(Vec<String>, bool
     args.push(format!("--lcores={}", lcores.join(",")));
     args.push("--main-lcore=0".into());
     // EAL reserves all of `-m` at start: hugepages only when that many are
-    // free (`check` refuses "on" without them on this machine).
+    // free (`check` refuses "on" without them on this machine). A
+    // `--no-huge` in eal.args or after `--` wins over the config.
+    let no_huge_arg = cfg
+        .eal
+        .arg_strings()
+        .iter()
+        .chain(overrides)
+        .any(|a| a == "--no-huge");
     let memory_mb = u64::from(*cfg.eal.memory_mb.get_ref());
     let fit = config::HostMemory::read().is_some_and(|m| m.hugepages_fit(memory_mb));
-    let huge = match cfg.eal.hugepages {
-        Hugepages::Off => false,
-        Hugepages::On => {
-            if !fit {
-                bail!(
-                    "eal.hugepages = \"on\" but fewer than eal.memory_mb = {memory_mb} MB of \
-                     hugepages are free or none are mounted (run scripts/setup.sh)"
-                );
+    let huge = !no_huge_arg
+        && match cfg.eal.hugepages {
+            Hugepages::Off => false,
+            Hugepages::On => {
+                if !fit {
+                    bail!(
+                        "eal.hugepages = \"on\" but fewer than eal.memory_mb = {memory_mb} MB of \
+                         hugepages are free or none are mounted (run scripts/setup.sh)"
+                    );
+                }
+                true
             }
-            true
-        }
-        Hugepages::Auto => {
-            if !fit {
-                tracing::info!(
-                    memory_mb,
-                    "hugepages = \"auto\": fewer free hugepages than memory_mb; running without"
-                );
+            Hugepages::Auto => {
+                if !fit {
+                    tracing::info!(
+                        memory_mb,
+                        "hugepages = \"auto\": fewer free hugepages than memory_mb; running without"
+                    );
+                }
+                fit
             }
-            fit
-        }
-    };
-    // Command-line overrides win: honour an explicit --no-huge there.
-    let huge = huge && !overrides.iter().any(|a| a == "--no-huge");
-    if !huge && !overrides.iter().any(|a| a == "--no-huge") {
+        };
+    if !huge && !no_huge_arg {
         args.push("--no-huge".into());
     }
     args.push("-m".into());

@@ -101,12 +101,15 @@ impl Config {
                 ));
             }
         }
-        let readers: Vec<&str> = seen
+        // In the pipeline's order (`seen` is a set).
+        let readers: Vec<&str> = stages
             .iter()
+            .map(|s| s.get_ref())
             .filter(|k| k.needs_headers())
             .map(|k| k.name())
             .collect();
-        if let (Some(raw), false) = (seen.iter().find(|k| k.headerless()), readers.is_empty()) {
+        let raw = stages.iter().map(|s| s.get_ref()).find(|k| k.headerless());
+        if let (Some(raw), false) = (raw, readers.is_empty()) {
             return Err(loc.error(
                 self.pipeline.span(),
                 Some("pipeline".into()),

@@ -10,14 +10,9 @@ use crate::dpdk::port::PortConfig;
 use crate::dpdk::ring::Ring;
 use crate::dpdk::tap_signals::SignalSink;
 use crate::dpdk::{Eal, LcoreId, Mempool, Port, QueueId};
-use crate::pipeline::acl::AclStage;
-use crate::pipeline::count::CountStage;
-use crate::pipeline::forward::Forward;
-use crate::pipeline::lb::LbStage;
 use crate::pipeline::parse::Parse;
 use crate::pipeline::report::StageReports;
-use crate::pipeline::route::RouteStage;
-use crate::pipeline::{Pipeline, Stage};
+use crate::pipeline::{Pipeline, Stage, StageBuild, StageOps};
 use crate::stats::{
     self, DistributorCounters, DistributorReport, DistributorStats, FeedReport, FinalReport,
     MempoolReport, Originated, PortReport, WorkerReport, WorkerSnapshot, WorkerStats,
@@ -430,55 +425,25 @@ pub fn build_worker_pipeline(
     peer_macs: &[[u8; 6]],
     worker: usize,
 ) -> Pipeline {
-    let mut stages = Vec::new();
+    let forward_out: Vec<Option<u16>> = res
+        .forward_out
+        .iter()
+        .map(|o| o.map(|i| i as u16))
+        .collect();
+    let b = StageBuild {
+        tables,
+        worker,
+        ports: cfg.ports.len(),
+        forward_out: &forward_out,
+        port_macs,
+        peer_macs,
+    };
     let kinds = cfg.stages();
+    let mut stages = Vec::new();
     if kinds.iter().any(StageKind::needs_headers) {
-        let mut parse = Parse {
-            verify_checksum: true,
-            ..Parse::default()
-        };
-        parse.set_needs(tables.parse);
-        stages.push(Stage::Parse(parse));
+        stages.push(Stage::Parse(Parse::build(&b)));
     }
-    for kind in kinds {
-        match kind {
-            StageKind::Forward => {
-                let out = res
-                    .forward_out
-                    .iter()
-                    .map(|o| o.map(|i| i as u16))
-                    .collect();
-                stages.push(Stage::Forward(Forward::new(out, port_macs, peer_macs)));
-            }
-            StageKind::Acl => {
-                let acl = tables.acl.as_ref().expect("ACL built for an acl stage");
-                stages.push(Stage::Acl(AclStage::from_snapshot(acl, worker)));
-            }
-            StageKind::Route => {
-                let routing = tables
-                    .routing
-                    .clone()
-                    .expect("routes built for a route stage");
-                stages.push(Stage::Route(Box::new(RouteStage::new(
-                    routing,
-                    tables.icmp_rate,
-                ))));
-            }
-            StageKind::Lb => {
-                let lb = tables.lb.clone().expect("lb tables built for an lb stage");
-                // `check` puts `route` after `lb`: its tables are there.
-                let own = tables
-                    .routing
-                    .as_ref()
-                    .map(|r| r.martians.clone())
-                    .unwrap_or_default();
-                let stage = LbStage::new(lb, own, worker)
-                    .expect("connection table size checked by the config");
-                stages.push(Stage::Lb(Box::new(stage)));
-            }
-            StageKind::Count => stages.push(Stage::Count(CountStage::new(cfg.ports.len()))),
-        }
-    }
+    stages.extend(kinds.into_iter().map(|kind| Stage::build(kind, &b)));
     let mut p = Pipeline::new(stages);
     p.set_port_macs(port_macs);
     p

@@ -1,12 +1,6 @@
 //! The config file's schema: one serde struct per section, with defaults
 //! and doc comments. Every struct rejects unknown keys.
 use super::values::*;
-use crate::pipeline::acl::AclStage;
-use crate::pipeline::count::CountStage;
-use crate::pipeline::forward::Forward;
-use crate::pipeline::lb::LbStage;
-use crate::pipeline::route::RouteStage;
-use crate::pipeline::{StageOps, StageSpec};
 use crate::tables::RouteBackend;
 use serde::Deserialize;
 use toml::Spanned;
@@ -43,36 +37,12 @@ pub struct Config {
     pub source_name: String,
 }
 
-/// The stages a pipeline can hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StageKind {
-    /// Cross-connect port pairs with MAC rewrite.
-    Forward,
-    /// Firewall: ordered rules, first match wins.
-    Acl,
-    /// IPv4/IPv6 routing with ARP/NDP and ICMP.
-    Route,
-    /// L4 load balancer: Maglev to backend pools, IP-in-IP or L2 DSR.
-    Lb,
-    /// Counts what the stages before it decided (no section).
-    Count,
-}
+pub use crate::pipeline::StageKind;
 
 /// What the config's ordering rules need to know of each stage: what the
-/// stage declares in its own file ([`StageSpec`]).
+/// stage declares in its own file ([`crate::pipeline::StageSpec`], through
+/// `StageKind::spec`, made from the pipeline's registration list).
 impl StageKind {
-    /// The registration list: each kind's declaration, one line a stage.
-    pub fn spec(&self) -> &'static StageSpec {
-        match self {
-            StageKind::Forward => &<Forward as StageOps>::SPEC,
-            StageKind::Acl => &<AclStage as StageOps>::SPEC,
-            StageKind::Route => &<RouteStage as StageOps>::SPEC,
-            StageKind::Lb => &<LbStage as StageOps>::SPEC,
-            StageKind::Count => &<CountStage as StageOps>::SPEC,
-        }
-    }
-
     pub fn name(&self) -> &'static str {
         self.spec().name
     }

@@ -37,6 +37,11 @@ impl StageOps for AclStage {
         headerless: false,
     };
 
+    fn build(b: &super::StageBuild) -> Self {
+        let acl = b.tables.acl.as_ref().expect("ACL built for an acl stage");
+        AclStage::from_snapshot(acl, b.worker)
+    }
+
     /// Plain packets are classified by their lane keys, the others from
     /// `Meta`: same verdicts, counters and cache contents either way.
     #[inline(always)]

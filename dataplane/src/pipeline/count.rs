@@ -63,6 +63,10 @@ impl StageOps for CountStage {
         headerless: false,
     };
 
+    fn build(b: &super::StageBuild) -> Self {
+        CountStage::new(b.ports)
+    }
+
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
         pkts: &mut Burst<P>,

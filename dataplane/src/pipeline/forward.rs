@@ -33,6 +33,10 @@ impl StageOps for Forward {
         headerless: true,
     };
 
+    fn build(b: &super::StageBuild) -> Self {
+        Forward::new(b.forward_out.to_vec(), b.port_macs, b.peer_macs)
+    }
+
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
         pkts: &mut Burst<P>,

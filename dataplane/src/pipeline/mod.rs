@@ -122,15 +122,20 @@ pub struct StageSpec {
 }
 
 /// What every stage is. Adding a stage: its file implementing this (its
-/// `SPEC` included: the config's ordering rules are read from it), a
-/// variant in [`Stage`] (one line per `match` there), its config section,
-/// its line in `config::StageKind::spec`, and its arm in
-/// `daemon::build_worker_pipeline` (plus, for a stage with tables of its
-/// own, their field in `TableSet` and their build in `daemon`); the
-/// config checks, the report and the profiler take it from here.
+/// `SPEC`, which the config's ordering rules read, and its `build`), its
+/// line in the registration list (`with_registered_stages`, which makes
+/// [`Stage`], [`StageKind`] and their matches), and its config section
+/// (plus, for a stage with tables of its own, their field in `TableSet`
+/// and their build in `daemon`); the config checks, the daemon, the
+/// report and the profiler take it from here.
 pub trait StageOps {
     /// The stage's declaration.
     const SPEC: StageSpec;
+
+    /// A worker's instance of the stage, over the tables in force.
+    fn build(b: &StageBuild) -> Self
+    where
+        Self: Sized;
 
     /// The name in the config, the report and the profiler.
     fn name(&self) -> &'static str {
@@ -192,27 +197,96 @@ pub trait StageOps {
     }
 }
 
-/// The closed set of stages; one `match` per stage per burst.
-pub enum Stage {
-    Parse(Parse),
-    Forward(Forward),
-    Acl(AclStage),
-    Route(Box<RouteStage>),
-    Lb(Box<LbStage>),
-    Count(CountStage),
+/// What a worker's stages are built from ([`StageOps::build`]).
+pub struct StageBuild<'a> {
+    /// The tables in force.
+    pub tables: &'a TableSet,
+    /// The worker's index.
+    pub worker: usize,
+    /// The number of ports.
+    pub ports: usize,
+    /// By input port, the port `forward` sends to (its pairs).
+    pub forward_out: &'a [Option<u16>],
+    /// The ports' own MACs and their peers' (`forward`'s rewrite).
+    pub port_macs: &'a [[u8; 6]],
+    pub peer_macs: &'a [[u8; 6]],
+}
+
+/// The registration list: one line a stage the config can name (its
+/// variant in [`Stage`] and [`StageKind`], and its type), handed to the
+/// macro `$m` (after `$args`). Everything per stage kind below is made
+/// from it; `parse` is not in it (the pipeline puts it before the first
+/// stage that reads headers).
+macro_rules! with_registered_stages {
+    ($m:ident ! ( $($args:tt)* )) => {
+        $m! { $($args)* ;
+            /// Cross-connect port pairs with MAC rewrite.
+            Forward(Forward),
+            /// Firewall: ordered rules, first match wins.
+            Acl(AclStage),
+            /// IPv4/IPv6 routing with ARP/NDP and ICMP.
+            Route(Box<RouteStage>),
+            /// L4 load balancer: Maglev to backend pools, IP-in-IP or L2 DSR.
+            Lb(Box<LbStage>),
+            /// Counts what the stages before it decided (no section).
+            Count(CountStage),
+        }
+    };
+}
+
+/// [`Stage`], [`StageKind`], `StageKind::spec` and `Stage::build` from
+/// the registration list.
+macro_rules! define_stages {
+    ( ; $( $(#[$doc:meta])* $v:ident($t:ty), )* ) => {
+        /// The closed set of stages; one `match` per stage per burst.
+        pub enum Stage {
+            Parse(Parse),
+            $( $v($t), )*
+        }
+
+        /// The stages a pipeline (the config's `pipeline`) can name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum StageKind {
+            $( $(#[$doc])* $v, )*
+        }
+
+        impl StageKind {
+            /// Each kind's declaration ([`StageOps::SPEC`]).
+            pub fn spec(&self) -> &'static StageSpec {
+                match self {
+                    $( StageKind::$v => &<$t as StageOps>::SPEC, )*
+                }
+            }
+        }
+
+        impl Stage {
+            /// A worker's stage of `kind` ([`StageOps::build`]).
+            pub fn build(kind: StageKind, b: &StageBuild) -> Stage {
+                match kind {
+                    $( StageKind::$v => Stage::$v(<$t as StageOps>::build(b)), )*
+                }
+            }
+        }
+    };
+}
+
+with_registered_stages!(define_stages!());
+
+/// The arms of [`each_stage`].
+macro_rules! each_stage_arms {
+    ($stage:expr, $s:ident, $body:expr ; $( $(#[$doc:meta])* $v:ident($t:ty), )* ) => {
+        match $stage {
+            Stage::Parse($s) => $body,
+            $( Stage::$v($s) => $body, )*
+        }
+    };
 }
 
 /// `$body` with `$s` bound to the stage inside whichever variant `$stage` is.
 macro_rules! each_stage {
     ($stage:expr, $s:ident => $body:expr) => {
-        match $stage {
-            Stage::Parse($s) => $body,
-            Stage::Forward($s) => $body,
-            Stage::Acl($s) => $body,
-            Stage::Route($s) => $body,
-            Stage::Lb($s) => $body,
-            Stage::Count($s) => $body,
-        }
+        with_registered_stages!(each_stage_arms!($stage, $s, $body))
     };
 }
 
@@ -283,6 +357,10 @@ impl Stage {
 
 impl<T: StageOps> StageOps for Box<T> {
     const SPEC: StageSpec = T::SPEC;
+
+    fn build(b: &StageBuild) -> Self {
+        Box::new(T::build(b))
+    }
 
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(

@@ -130,6 +130,17 @@ impl StageOps for Parse {
         headerless: false,
     };
 
+    /// Checksums verified; L4 ports and the other fields read only where
+    /// the stages' tables need them ([`ParseNeeds`]).
+    fn build(b: &super::StageBuild) -> Self {
+        let mut parse = Parse {
+            verify_checksum: true,
+            ..Parse::default()
+        };
+        parse.set_needs(b.tables.parse);
+        parse
+    }
+
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,
         pkts: &mut Burst<P>,

@@ -183,6 +183,22 @@ impl StageOps for LbStage {
         headerless: false,
     };
 
+    fn build(b: &crate::pipeline::StageBuild) -> Self {
+        let lb = b
+            .tables
+            .lb
+            .clone()
+            .expect("lb tables built for an lb stage");
+        // `check` puts `route` after `lb`: its tables are there.
+        let own = b
+            .tables
+            .routing
+            .as_ref()
+            .map(|r| r.martians.clone())
+            .unwrap_or_default();
+        LbStage::new(lb, own, b.worker).expect("connection table size checked by the config")
+    }
+
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,

@@ -81,6 +81,15 @@ impl StageOps for RouteStage {
         headerless: false,
     };
 
+    fn build(b: &crate::pipeline::StageBuild) -> Self {
+        let routing = b
+            .tables
+            .routing
+            .clone()
+            .expect("routes built for a route stage");
+        RouteStage::new(routing, b.tables.icmp_rate)
+    }
+
     #[inline(always)]
     fn process<P: PacketBuf, F: FastTx<P>>(
         &mut self,

@@ -15,7 +15,7 @@ impl Config {
     /// `eal.args` are EAL options that the config does not set otherwise
     /// (`super::eal_args`); a `--file-prefix` among them (which wins) is
     /// checked as `eal.file_prefix` is.
-    pub(super) fn check_args_file_prefix(&self, loc: &Locator) -> Result<(), ConfigError> {
+    pub(super) fn check_eal_args(&self, loc: &Locator) -> Result<(), ConfigError> {
         super::eal_args::check(&self.eal.args).map_err(|(i, e)| {
             loc.error(self.eal.args[i].span(), Some(format!("eal.args[{i}]")), e)
         })?;

@@ -25,7 +25,7 @@ impl Config {
     pub(super) fn validate(&self, loc: &Locator) -> Result<Resolved, ConfigError> {
         self.check_file_prefix(loc)?;
         self.check_mtus(loc)?;
-        self.check_args_file_prefix(loc)?;
+        self.check_eal_args(loc)?;
         self.check_port_count(loc)?;
         self.check_worker_count(loc)?;
         let port_index = self.check_ports(loc)?;

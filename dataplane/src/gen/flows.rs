@@ -8,8 +8,9 @@ use std::net::IpAddr;
 
 use rand::Rng;
 
-use super::types::{Cidr, ProtoMix};
+use super::types::ProtoMix;
 use super::GenArgs;
+use crate::tables::Prefix;
 
 /// Largest `--flows` accepted: each flow holds a template per frame size.
 pub const FLOWS_MAX: u32 = 1 << 24;
@@ -46,9 +47,9 @@ pub struct Flow {
     /// Destination port.
     pub dport: u16,
     /// The source prefix the source address was drawn from.
-    pub src_prefix: Cidr,
+    pub src_prefix: Prefix,
     /// The destination prefix the destination address was drawn from.
-    pub dst_prefix: Cidr,
+    pub dst_prefix: Prefix,
     /// IPv4 identification of the flow's first frame; it increments per frame.
     pub ident_base: u16,
     /// TCP sequence number (constant: frames are replays of one segment).
@@ -67,17 +68,17 @@ impl Flow {
 /// The effective prefix lists, split by family, defaults applied.
 #[derive(Debug, Clone)]
 pub(crate) struct Prefixes {
-    pub dst4: Vec<Cidr>,
-    pub dst6: Vec<Cidr>,
-    pub src4: Vec<Cidr>,
-    pub src6: Vec<Cidr>,
+    pub dst4: Vec<Prefix>,
+    pub dst6: Vec<Prefix>,
+    pub src4: Vec<Prefix>,
+    pub src6: Vec<Prefix>,
 }
 
 impl Prefixes {
     pub fn from_args(args: &GenArgs) -> Prefixes {
-        let split = |given: &[Cidr], v4: &[&str], v6: &[&str]| {
+        let split = |given: &[Prefix], v4: &[&str], v6: &[&str]| {
             let pick = |is4: bool, defaults: &[&str]| {
-                let mut list: Vec<Cidr> = Vec::new();
+                let mut list: Vec<Prefix> = Vec::new();
                 for c in given.iter().filter(|c| c.is_ipv4() == is4) {
                     if !list.contains(c) {
                         list.push(*c);
@@ -103,7 +104,7 @@ impl Prefixes {
         }
     }
 
-    fn dst(&self, v4: bool) -> &[Cidr] {
+    fn dst(&self, v4: bool) -> &[Prefix] {
         if v4 {
             &self.dst4
         } else {
@@ -111,7 +112,7 @@ impl Prefixes {
         }
     }
 
-    fn src(&self, v4: bool) -> &[Cidr] {
+    fn src(&self, v4: bool) -> &[Prefix] {
         if v4 {
             &self.src4
         } else {
@@ -173,7 +174,7 @@ pub(crate) fn synthetic<R: Rng>(prefixes: &Prefixes, v4: bool, l4: L4, rng: &mut
     draw(prefixes.src(v4)[0], prefixes.dst(v4)[0], l4, rng)
 }
 
-fn draw<R: Rng>(src_prefix: Cidr, dst_prefix: Cidr, l4: L4, rng: &mut R) -> Flow {
+fn draw<R: Rng>(src_prefix: Prefix, dst_prefix: Prefix, l4: L4, rng: &mut R) -> Flow {
     Flow {
         src: random_host(src_prefix, rng),
         dst: random_host(dst_prefix, rng),
@@ -191,7 +192,7 @@ fn draw<R: Rng>(src_prefix: Cidr, dst_prefix: Cidr, l4: L4, rng: &mut R) -> Flow
 /// A random address inside `prefix`, avoiding the all-zeros host (the
 /// network / subnet-router anycast address) and, for IPv4, the all-ones host
 /// (broadcast) whenever the prefix has room for other hosts.
-fn random_host<R: Rng>(prefix: Cidr, rng: &mut R) -> IpAddr {
+fn random_host<R: Rng>(prefix: Prefix, rng: &mut R) -> IpAddr {
     let bits = prefix.host_bits();
     let avoid_zero = if prefix.is_ipv4() {
         bits >= 2
@@ -235,16 +236,16 @@ mod tests {
     #[test]
     fn random_host_stays_inside_and_avoids_edges() {
         let mut rng = StdRng::seed_from_u64(7);
-        let p: Cidr = "192.0.2.0/30".parse().unwrap();
+        let p: Prefix = "192.0.2.0/30".parse().unwrap();
         for _ in 0..200 {
             let ip = random_host(p, &mut rng);
             assert!(p.contains(ip));
             assert_ne!(ip, "192.0.2.0".parse::<IpAddr>().unwrap());
             assert_ne!(ip, "192.0.2.3".parse::<IpAddr>().unwrap());
         }
-        let p31: Cidr = "192.0.2.0/31".parse().unwrap();
-        let p32: Cidr = "192.0.2.9/32".parse().unwrap();
-        let p6: Cidr = "2001:db8::/127".parse().unwrap();
+        let p31: Prefix = "192.0.2.0/31".parse().unwrap();
+        let p32: Prefix = "192.0.2.9/32".parse().unwrap();
+        let p6: Prefix = "2001:db8::/127".parse().unwrap();
         for p in [p31, p32, p6] {
             assert!(p.contains(random_host(p, &mut rng)));
         }

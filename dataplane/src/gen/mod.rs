@@ -8,6 +8,9 @@
 //! etherparse and deliberately shares no code with `wire`, so that it can
 //! serve as an independent oracle for the dataplane's parser.
 //!
+//! Prefixes are the tables' [`Prefix`](crate::tables::Prefix); `types` maps
+//! its parse error into [`GenError::Cidr`], naming the input.
+//!
 //! Layout: `types` (CLI value types), `flows` (the 5-tuple plan), `build`
 //! (per-flow frame templates), `malformed` (breaking frames), `pcap` (files),
 //! `corpus` (fuzz seeds); this file holds the arguments, the frame loop and
@@ -39,10 +42,10 @@ pub use flows::{
 };
 pub use pcap::{read_pcap, read_pcap_from, write_pcap, write_pcap_to, ReadError, PCAP_EPOCH_SECS};
 pub use types::{
-    Cidr, FrameSize, Mac, MalformedKind, ProtoMix, FRAME_MAX, FRAME_MIN, IMIX_PATTERN,
-    IPV6_MIN_FRAME,
+    FrameSize, Mac, MalformedKind, ProtoMix, FRAME_MAX, FRAME_MIN, IMIX_PATTERN, IPV6_MIN_FRAME,
 };
 
+use crate::tables::prefix::{Prefix, PrefixParseError};
 use build::{frame_len, Template, ETH_LEN, L2, VLAN_LEN};
 use flows::{share, spread, Prefixes};
 use malformed::Need;
@@ -81,13 +84,13 @@ pub struct GenArgs {
     /// Destination prefix, IPv4 or IPv6 (repeatable); a family's flows are
     /// spread evenly over its prefixes [default: 198.18.0.0/24,
     /// 198.18.1.0/24, 2001:db8:1::/64 for a family with none given]
-    #[arg(long, value_name = "CIDR")]
-    pub dst_prefix: Vec<Cidr>,
+    #[arg(long, value_name = "CIDR", value_parser = types::parse_prefix)]
+    pub dst_prefix: Vec<Prefix>,
 
     /// Source prefix, IPv4 or IPv6 (repeatable) [default: 10.0.0.0/16,
     /// 2001:db8:ff::/64 for a family with none given]
-    #[arg(long, value_name = "CIDR")]
-    pub src_prefix: Vec<Cidr>,
+    #[arg(long, value_name = "CIDR", value_parser = types::parse_prefix)]
+    pub src_prefix: Vec<Prefix>,
 
     /// L4 protocol of flows; `mix` alternates UDP and TCP within each family
     #[arg(long, value_enum, default_value_t = ProtoMix::Udp)]
@@ -204,7 +207,10 @@ impl GenArgs {
 pub enum GenError {
     /// A prefix did not parse.
     #[error("invalid CIDR `{input}`: {reason}")]
-    Cidr { input: String, reason: &'static str },
+    Cidr {
+        input: String,
+        reason: PrefixParseError,
+    },
     /// A MAC address did not parse.
     #[error("invalid MAC address `{input}`: expected six hex octets like 02:00:00:00:00:01")]
     Mac { input: String },

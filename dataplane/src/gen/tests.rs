@@ -351,12 +351,12 @@ fn tuple_of(f: &Flow) -> Tuple {
 
 #[test]
 fn flows_split_evenly_over_prefixes_and_stay_inside() {
-    let dst: Vec<Cidr> = ["203.0.113.0/26", "203.0.113.64/26", "198.51.100.0/24"]
+    let dst: Vec<Prefix> = ["203.0.113.0/26", "203.0.113.64/26", "198.51.100.0/24"]
         .iter()
         .chain(&["2001:db8:a::/64", "2001:db8:b::/120"])
         .map(|s| s.parse().unwrap())
         .collect();
-    let src: Vec<Cidr> = ["192.0.2.0/28", "fd00::/8"]
+    let src: Vec<Prefix> = ["192.0.2.0/28", "fd00::/8"]
         .iter()
         .map(|s| s.parse().unwrap())
         .collect();
@@ -368,7 +368,7 @@ fn flows_split_evenly_over_prefixes_and_stay_inside() {
         a.src_prefix = src.clone();
     });
     let g = generate_detailed(&a).unwrap();
-    let mut flows_per_prefix: HashMap<Cidr, usize> = HashMap::new();
+    let mut flows_per_prefix: HashMap<Prefix, usize> = HashMap::new();
     let mut frames_per_prefix: BTreeMap<String, u64> = BTreeMap::new();
     for f in &g.frames {
         let t = good(f).tuple;
@@ -406,8 +406,8 @@ fn default_prefixes_apply_per_family() {
         .map(String::as_str)
         .collect();
     assert_eq!(keys, vec!["2001:db8:1::/64", "203.0.113.0/24"]);
-    let src6: Cidr = DEFAULT_SRC_V6.parse().unwrap();
-    let src4: Cidr = DEFAULT_SRC_V4.parse().unwrap();
+    let src6: Prefix = DEFAULT_SRC_V6.parse().unwrap();
+    let src4: Prefix = DEFAULT_SRC_V4.parse().unwrap();
     assert!(g
         .flows
         .iter()

@@ -1,125 +1,23 @@
-//! Value types of the generator's command line: CIDR prefixes, MAC addresses,
-//! frame sizes, the L4 protocol mix and the malformed-frame kinds. Each parses
-//! from the string a user types (`FromStr`) and prints back the same way
-//! (`Display`), so clap defaults and the JSON summary read like the CLI.
+//! Value types of the generator's command line: MAC addresses, frame sizes,
+//! the L4 protocol mix and the malformed-frame kinds, plus the parser that
+//! reads prefixes into the tables' [`Prefix`] with the generator's error.
+//! Each parses from the string a user types (`FromStr`) and prints back the
+//! same way (`Display`), so clap defaults and the JSON summary read like the
+//! CLI.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::str::FromStr;
 
 use super::GenError;
+use crate::tables::Prefix;
 
-/// An IP prefix, IPv4 or IPv6. Host bits are cleared on construction, so
-/// `198.18.0.7/24` and `198.18.0.0/24` are the same prefix and both print as
-/// the latter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Cidr {
-    addr: IpAddr,
-    len: u8,
-}
-
-impl Cidr {
-    /// Builds a prefix, clearing the host bits of `addr`.
-    pub fn new(addr: IpAddr, prefix_len: u8) -> Result<Self, GenError> {
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        if prefix_len > max {
-            return Err(GenError::Cidr {
-                input: format!("{addr}/{prefix_len}"),
-                reason: "prefix length too long for the address family",
-            });
-        }
-        let mut cidr = Cidr {
-            addr,
-            len: prefix_len,
-        };
-        cidr.addr = cidr.host(0);
-        Ok(cidr)
-    }
-
-    /// The network address (host bits zero).
-    pub fn addr(&self) -> IpAddr {
-        self.addr
-    }
-
-    /// The prefix length in bits.
-    pub fn prefix_len(&self) -> u8 {
-        self.len
-    }
-
-    /// True for an IPv4 prefix.
-    pub fn is_ipv4(&self) -> bool {
-        self.addr.is_ipv4()
-    }
-
-    /// Number of host bits (32 or 128 minus the prefix length).
-    pub fn host_bits(&self) -> u32 {
-        self.width() - u32::from(self.len)
-    }
-
-    /// True when `ip` is of the same family and inside the prefix.
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        ip.is_ipv4() == self.is_ipv4() && self.net_mask() & to_u128(ip) == to_u128(self.addr)
-    }
-
-    /// The address with this network part and the low `host_bits()` of
-    /// `host` as host part.
-    pub fn host(&self, host: u128) -> IpAddr {
-        let value = (to_u128(self.addr) & self.net_mask()) | (host & !self.net_mask());
-        match self.addr {
-            IpAddr::V4(_) => IpAddr::from((value as u32).to_be_bytes()),
-            IpAddr::V6(_) => IpAddr::from(value.to_be_bytes()),
-        }
-    }
-
-    fn width(&self) -> u32 {
-        if self.is_ipv4() {
-            32
-        } else {
-            128
-        }
-    }
-
-    /// Mask of the network bits, within the family's width.
-    fn net_mask(&self) -> u128 {
-        let all = if self.is_ipv4() {
-            u128::from(u32::MAX)
-        } else {
-            u128::MAX
-        };
-        // A /0 has no network bits; shifting by the full width would overflow.
-        match self.host_bits() {
-            128 => 0,
-            h => all & !((1u128 << h) - 1),
-        }
-    }
-}
-
-fn to_u128(ip: IpAddr) -> u128 {
-    match ip {
-        IpAddr::V4(a) => u128::from(u32::from(a)),
-        IpAddr::V6(a) => u128::from(a),
-    }
-}
-
-impl FromStr for Cidr {
-    type Err = GenError;
-
-    fn from_str(s: &str) -> Result<Self, GenError> {
-        let bad = |reason| GenError::Cidr {
-            input: s.to_owned(),
-            reason,
-        };
-        let (addr, len) = s.split_once('/').ok_or_else(|| bad("missing `/len`"))?;
-        let addr: IpAddr = addr.parse().map_err(|_| bad("bad address"))?;
-        let len: u8 = len.parse().map_err(|_| bad("bad prefix length"))?;
-        Cidr::new(addr, len).map_err(|_| bad("prefix length too long for the address family"))
-    }
-}
-
-impl fmt::Display for Cidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.len)
-    }
+/// Parses a `--dst-prefix`/`--src-prefix` value: the tables' [`Prefix`]
+/// syntax (`addr/len`, host bits cleared), its error named with the input.
+pub(crate) fn parse_prefix(s: &str) -> Result<Prefix, GenError> {
+    s.parse().map_err(|reason| GenError::Cidr {
+        input: s.to_owned(),
+        reason,
+    })
 }
 
 /// A MAC address, written `02:00:00:00:00:01` (`-` also accepted).
@@ -318,39 +216,28 @@ mod tests {
     use clap::ValueEnum;
 
     #[test]
-    fn cidr_parses_normalises_and_contains() {
-        let c: Cidr = "198.18.0.7/24".parse().unwrap();
-        assert_eq!(c.to_string(), "198.18.0.0/24");
-        assert_eq!(c.host_bits(), 8);
-        assert!(c.contains("198.18.0.255".parse().unwrap()));
-        assert!(!c.contains("198.18.1.0".parse().unwrap()));
-        assert!(!c.contains("::".parse().unwrap()));
-        assert_eq!(c.host(0x1_0203), "198.18.0.3".parse::<IpAddr>().unwrap());
-
-        let c6: Cidr = "2001:db8:1::/64".parse().unwrap();
-        assert!(c6.contains("2001:db8:1::ffff:1".parse().unwrap()));
-        assert!(!c6.contains("2001:db8:2::1".parse().unwrap()));
-        assert!(!c6.contains("198.18.0.1".parse().unwrap()));
-
-        let all: Cidr = "0.0.0.0/0".parse().unwrap();
-        assert!(all.contains("255.255.255.255".parse().unwrap()));
-        let all6: Cidr = "::/0".parse().unwrap();
-        assert!(all6.contains("ffff::1".parse().unwrap()));
-        let host: Cidr = "10.1.2.3/32".parse().unwrap();
-        assert_eq!(host.host(u128::MAX), "10.1.2.3".parse::<IpAddr>().unwrap());
-    }
-
-    #[test]
-    fn cidr_rejects_garbage() {
-        for s in [
-            "198.18.0.0",
-            "198.18.0.0/33",
-            "2001:db8::/129",
-            "x/8",
-            "1.2.3.4/-1",
-            "/8",
+    fn prefix_errors_name_the_input() {
+        assert_eq!(
+            parse_prefix("198.18.0.7/24").unwrap().to_string(),
+            "198.18.0.0/24"
+        );
+        for (s, reason) in [
+            ("198.18.0.0", "missing `/len`"),
+            (
+                "198.18.0.0/33",
+                "prefix length too long for the address family",
+            ),
+            (
+                "2001:db8::/129",
+                "prefix length too long for the address family",
+            ),
+            ("x/8", "bad address"),
+            ("1.2.3.4/-1", "bad prefix length"),
+            ("/8", "bad address"),
         ] {
-            assert!(s.parse::<Cidr>().is_err(), "{s}");
+            let e = parse_prefix(s).unwrap_err();
+            assert!(matches!(e, GenError::Cidr { .. }), "{s}");
+            assert_eq!(e.to_string(), format!("invalid CIDR `{s}`: {reason}"));
         }
     }
 

@@ -1,9 +1,11 @@
 //! An IP prefix (address and length) with its host bits cleared: what routes
-//! and ACL rules match on. The config module converts into it. Also the
-//! prefix maths ([`mask4`], [`mask6`]) every table, DPDK-backed or not, masks
-//! with.
+//! and ACL rules match on, and what the traffic generator draws addresses
+//! from. The config module converts into it; it also parses from `addr/len`
+//! (`FromStr`) and prints back the same way. Also the prefix maths
+//! ([`mask4`], [`mask6`]) every table, DPDK-backed or not, masks with.
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
 
 /// `ip` with the bits past `depth` cleared (`depth <= 32`).
 #[inline]
@@ -34,6 +36,23 @@ pub struct PrefixLenError {
     pub max: u8,
 }
 
+/// Why a string is not an `addr/len` prefix. Carries no input, as
+/// [`std::net::AddrParseError`] does not: callers that print it name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PrefixParseError {
+    #[error("missing `/len`")]
+    MissingLen,
+    #[error("bad address")]
+    Addr,
+    #[error("bad prefix length")]
+    Len,
+    #[error("prefix length too long for the address family")]
+    TooLong(PrefixLenError),
+}
+
+/// An IPv4 or IPv6 prefix. Host bits are cleared on construction, so
+/// `198.18.0.7/24` and `198.18.0.0/24` are the same prefix and both print as
+/// the latter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Prefix {
     addr: IpAddr,
@@ -72,8 +91,45 @@ impl Prefix {
         self.len
     }
 
+    pub fn is_ipv4(&self) -> bool {
+        self.addr.is_ipv4()
+    }
+
     pub fn is_ipv6(&self) -> bool {
         self.addr.is_ipv6()
+    }
+
+    /// The number of host bits: the family's width (32 or 128) less the
+    /// prefix length.
+    pub fn host_bits(&self) -> u8 {
+        let width = if self.is_ipv4() { 32 } else { 128 };
+        width - self.len
+    }
+
+    /// The address with this prefix's network part and the low
+    /// [`host_bits`](Self::host_bits) of `host` as its host part (higher
+    /// bits of `host` are ignored).
+    pub fn host(&self, host: u128) -> IpAddr {
+        match self.addr {
+            IpAddr::V4(a) => {
+                let net = mask4(u32::MAX, self.len);
+                // Truncation is the point: only the low host bits count.
+                IpAddr::V4(Ipv4Addr::from(u32::from(a) | (host as u32 & !net)))
+            }
+            IpAddr::V6(a) => {
+                let net = u128::from_be_bytes(mask6([0xff; 16], self.len));
+                IpAddr::V6(Ipv6Addr::from(u128::from(a) | (host & !net)))
+            }
+        }
+    }
+
+    /// Whether `ip` is of this prefix's family and lies in the prefix.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(a)) => mask4(a.into(), self.len) == u32::from(net),
+            (IpAddr::V6(net), IpAddr::V6(a)) => mask6(a.octets(), self.len) == net.octets(),
+            _ => false,
+        }
     }
 
     /// The address as 16 bytes, IPv4 in the first four (as in `FlowKey`).
@@ -118,6 +174,18 @@ impl Prefix {
     }
 }
 
+/// `addr/len`, IPv4 or IPv6; host bits are cleared, not refused.
+impl FromStr for Prefix {
+    type Err = PrefixParseError;
+
+    fn from_str(s: &str) -> Result<Prefix, PrefixParseError> {
+        let (addr, len) = s.split_once('/').ok_or(PrefixParseError::MissingLen)?;
+        let addr: IpAddr = addr.parse().map_err(|_| PrefixParseError::Addr)?;
+        let len: u8 = len.parse().map_err(|_| PrefixParseError::Len)?;
+        Prefix::new(addr, len).map_err(PrefixParseError::TooLong)
+    }
+}
+
 impl fmt::Display for Prefix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.addr, self.len)
@@ -148,12 +216,70 @@ mod tests {
     }
 
     #[test]
-    fn contains() {
+    fn contains_key_bytes() {
         let p = Prefix::v4(Ipv4Addr::new(192, 168, 0, 0), 23).unwrap();
         let mut k = [0u8; 16];
         k[..4].copy_from_slice(&[192, 168, 1, 255]);
         assert!(p.contains_key_bytes(&k));
         k[2] = 2;
         assert!(!p.contains_key_bytes(&k));
+    }
+
+    #[test]
+    fn parses_normalises_and_contains() {
+        let c: Prefix = "198.18.0.7/24".parse().unwrap();
+        assert_eq!(c.to_string(), "198.18.0.0/24");
+        assert!(c.is_ipv4() && !c.is_ipv6());
+        assert_eq!(c.host_bits(), 8);
+        assert!(c.contains("198.18.0.255".parse().unwrap()));
+        assert!(!c.contains("198.18.1.0".parse().unwrap()));
+        assert!(!c.contains("::".parse().unwrap()));
+        assert_eq!(c.host(0x1_0203), "198.18.0.3".parse::<IpAddr>().unwrap());
+
+        let c6: Prefix = "2001:db8:1::/64".parse().unwrap();
+        assert!(c6.is_ipv6() && !c6.is_ipv4());
+        assert_eq!(c6.host_bits(), 64);
+        assert!(c6.contains("2001:db8:1::ffff:1".parse().unwrap()));
+        assert!(!c6.contains("2001:db8:2::1".parse().unwrap()));
+        assert!(!c6.contains("198.18.0.1".parse().unwrap()));
+        assert_eq!(
+            c6.host(u128::MAX << 64 | 0x5),
+            "2001:db8:1::5".parse::<IpAddr>().unwrap()
+        );
+
+        let all: Prefix = "0.0.0.0/0".parse().unwrap();
+        assert_eq!(all, Prefix::any(false));
+        assert_eq!(all.host_bits(), 32);
+        assert!(all.contains("255.255.255.255".parse().unwrap()));
+        assert_eq!(all.host(u128::MAX), IpAddr::V4(Ipv4Addr::BROADCAST));
+        let all6: Prefix = "::/0".parse().unwrap();
+        assert_eq!(all6, Prefix::any(true));
+        assert_eq!(all6.host_bits(), 128);
+        assert!(all6.contains("ffff::1".parse().unwrap()));
+        let host: Prefix = "10.1.2.3/32".parse().unwrap();
+        assert_eq!(host.host_bits(), 0);
+        assert_eq!(host.host(u128::MAX), "10.1.2.3".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn parse_rejects_garbage() {
+        use PrefixParseError::*;
+        for (s, want) in [
+            ("198.18.0.0", MissingLen),
+            ("x/8", Addr),
+            ("/8", Addr),
+            ("1.2.3.4/-1", Len),
+            ("1.2.3.4/", Len),
+            ("1.2.3.4/256", Len),
+        ] {
+            assert_eq!(s.parse::<Prefix>(), Err(want), "{s}");
+        }
+        for s in ["198.18.0.0/33", "2001:db8::/129"] {
+            assert!(matches!(s.parse::<Prefix>(), Err(TooLong(_))), "{s}");
+        }
+        assert_eq!(
+            "198.18.0.0/33".parse::<Prefix>().unwrap_err().to_string(),
+            "prefix length too long for the address family"
+        );
     }
 }

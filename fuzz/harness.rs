@@ -1,13 +1,26 @@
-//! The pipeline fuzz harness, shared by the cargo-fuzz target
-//! (`fuzz/fuzz_targets/pipeline.rs`) and the regression test that replays
-//! saved inputs (`dataplane/tests/fuzz_regressions.rs`); both include this
-//! file with `#[path]`, so a crash found by the fuzzer replays under
-//! `cargo test` through exactly the same code.
+//! The pipeline fuzz harness, shared by the cargo-fuzz targets
+//! (`fuzz/fuzz_targets/`) and the tests that replay saved inputs
+//! (`dataplane/tests/fuzz_regressions.rs`, and `lane_linear.rs` for the
+//! target without EAL); they include this file with `#[path]`, so a crash
+//! found by the fuzzer replays under `cargo test` through exactly the same
+//! code.
 //!
-//! It builds a router (parse + acl + route, as `daemon::build_pipeline` does)
-//! from [`CONFIG`] once per process, decodes an input into one burst of
-//! frames entering on one port, runs the pipeline, dispatches into a
-//! [`Collect`] and checks invariants that hold for any input:
+//! Each [`Target`] builds a router (as `daemon::build_pipeline` does) from
+//! its config once per process:
+//!
+//! - [`PIPELINE`] (target `pipeline`): parse + acl + route on rte_fib,
+//!   from [`CONFIG`]; it starts the test EAL first (rte_acl, rte_fib and
+//!   the rte_hash neighbour table need it);
+//! - [`ROUTE_NOEAL`] (target `route_noeal`): parse + route on the `linear`
+//!   route backend and the Rust neighbour map, from [`ROUTE_CONFIG`] (the
+//!   same ports and routes, no ACL): the route fast path as pipeline tests
+//!   run it without EAL. It asserts that EAL was never started, after the
+//!   build and after every input, and that the tables are the Rust ones.
+//!
+//! The harness decodes an input into one burst of frames entering on one
+//! port, runs the pipeline, dispatches into a [`Collect`] and checks
+//! invariants that hold for any input (the same for both targets, but for
+//! the ACL's: without one, nothing is dropped as `acl_deny`):
 //!
 //! - every packet comes out exactly once, as its verdict says (sent on the
 //!   verdict's port, dropped with the verdict's reason, or consumed);
@@ -47,7 +60,8 @@
 //!   dropped as `too_big_no_df` IPv4 without DF, and either is larger than
 //!   the smallest port MTU;
 //! - a packet that parses is dropped as `acl_deny` exactly when a linear
-//!   scan of the ACL rules (`AclTable::classify_naive`) denies it;
+//!   scan of the ACL rules (`AclTable::classify_naive`) denies it (never,
+//!   without an ACL);
 //! - a chain (module doc below) is dropped as `bad_total_len` when its
 //!   length disagrees with its segments, whatever it holds; otherwise the
 //!   router's verdict is the harness's own parse of the whole frame (first
@@ -88,24 +102,26 @@
 use dataplane::burst::Burst;
 use dataplane::config::{Config, Resolved};
 use dataplane::daemon::{build_pipeline, build_tables, default_peer_mac, SharedTables};
+use dataplane::dpdk::Eal;
 use dataplane::pipeline::packet::VEC_PACKET_MAX;
 use dataplane::pipeline::parse::{mac_word, Parse};
 use dataplane::pipeline::{
     dispatch, new_meta_burst, Collect, DropReason, Event, Meta, StageCtx, VecPacket, Verdict, L3,
 };
 use dataplane::stats::WorkerCounters;
-use dataplane::tables::AclAction;
+use dataplane::tables::neighbor::NeighborBackend;
+use dataplane::tables::{AclAction, RouteBackend};
 use dataplane::wire::{Icmpv4Packet, Icmpv4Type, Icmpv6Packet, Icmpv6Type, IpProtocol, Ipv4Packet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
-/// A router with a firewall: two ports with IPv4/IPv6 addresses (so ARP, NDP,
-/// echo and ICMP errors are reachable), ACL rules with ports, protocols and
-/// a VLAN, gateway routes with and without static neighbours, connected
-/// routes, ECMP in both families. Devices are never started.
-pub const CONFIG: &str = r#"
-pipeline = ["acl", "route"]
-
+/// The ports and the worker of both fuzz routers, as config text (for
+/// `concat!`): two ports with IPv4/IPv6 addresses (so ARP, NDP, echo and
+/// ICMP errors are reachable), the second with a smaller MTU. Devices are
+/// never started.
+macro_rules! ports_section {
+    () => {
+        r#"
 [eal]
 file_prefix = "dataplane-fuzz"
 memory_mb = 256
@@ -130,7 +146,14 @@ ipv6 = ["2001:db8:2::1/64"]
 core = 1
 rx = ["lan", "wan"]
 
-[acl]
+"#
+    };
+}
+
+/// The firewall of [`CONFIG`]: ACL rules with ports, protocols and a VLAN.
+macro_rules! acl_section {
+    () => {
+        r#"[acl]
 default = "allow"
 
 [[acl.rule]]
@@ -165,9 +188,20 @@ dport = "23"
 action = "deny"
 vlan = 99
 
-[route]
-backend = "fib"
-# Low, so that a burst of expiring packets reaches the rate limit.
+"#
+    };
+}
+
+/// The route section of both fuzz routers on route backend `$backend`:
+/// gateway routes with and without static neighbours, connected routes,
+/// ECMP in both families.
+macro_rules! route_section {
+    ($backend:literal) => {
+        concat!(
+            "[route]\nbackend = \"",
+            $backend,
+            "\"\n",
+            r#"# Low, so that a burst of expiring packets reaches the rate limit.
 icmp_rate = 8
 max_routes = 1024
 max_routes6 = 1024
@@ -217,7 +251,30 @@ mac = "02:00:00:00:02:02"
 [[route.neighbor]]
 ip = "2001:db8:2::2"
 mac = "02:00:00:00:02:02"
-"#;
+"#
+        )
+    };
+}
+
+/// A router with a firewall (the `pipeline` target's): parse + acl + route
+/// on rte_fib, so it needs EAL (rte_acl, rte_fib and the rte_hash
+/// neighbour table).
+pub const CONFIG: &str = concat!(
+    "\npipeline = [\"acl\", \"route\"]\n",
+    ports_section!(),
+    acl_section!(),
+    route_section!("fib")
+);
+
+/// The same router without the firewall (the `route_noeal` target's):
+/// parse + route on the `linear` route backend, whose neighbour table is
+/// the Rust map ([`NeighborBackend::for_routes`]), so nothing in it needs
+/// EAL.
+pub const ROUTE_CONFIG: &str = concat!(
+    "\npipeline = [\"route\"]\n",
+    ports_section!(),
+    route_section!("linear")
+);
 
 /// Most frames in one input (one burst).
 pub const MAX_FRAMES: usize = dataplane::burst::BURST_SIZE;
@@ -231,7 +288,106 @@ pub const MAX_FRAMES: usize = dataplane::burst::BURST_SIZE;
 /// 14 + 20 + 8 + 68 (IPv4).
 pub const REPLY_GROWTH: usize = 48;
 
-/// The router built from [`CONFIG`], once per process.
+/// A fuzz target's router: the config it is built from and whether that
+/// needs EAL. Each is built once per process, on first use.
+pub struct Target {
+    /// The cargo-fuzz target (`fuzz/fuzz_targets/<name>.rs`).
+    pub name: &'static str,
+    pub config: &'static str,
+    /// Whether the router's tables need EAL: the harness starts the test
+    /// EAL before building them. Without, it asserts that EAL stays down,
+    /// through the build and after every input, and that the tables are
+    /// the Rust ones (no DPDK table can be created without EAL, but a build
+    /// that reached for one would show there).
+    pub eal: bool,
+    router: OnceLock<Router>,
+}
+
+/// The `pipeline` target: [`CONFIG`], on EAL.
+pub static PIPELINE: Target = Target {
+    name: "pipeline",
+    config: CONFIG,
+    eal: true,
+    router: OnceLock::new(),
+};
+
+/// The `route_noeal` target: [`ROUTE_CONFIG`], without EAL.
+pub static ROUTE_NOEAL: Target = Target {
+    name: "route_noeal",
+    config: ROUTE_CONFIG,
+    eal: false,
+    router: OnceLock::new(),
+};
+
+impl Target {
+    /// Builds the router on first use, after starting the test EAL if the
+    /// target needs it (otherwise checking that nothing started it).
+    pub fn router(&self) -> &Router {
+        self.router.get_or_init(|| {
+            if self.eal {
+                dataplane::tables::test_eal();
+            }
+            let r = Router::build(self.config);
+            if !self.eal {
+                self.assert_no_eal();
+                let rt = r.tables.routing.as_ref().expect("the fuzz router routes");
+                assert!(r.tables.acl.is_none(), "{}: an ACL needs EAL", self.name);
+                assert_eq!(rt.v4.backend(), RouteBackend::Linear, "{}", self.name);
+                assert_eq!(rt.v6.backend(), RouteBackend::Linear, "{}", self.name);
+                assert_eq!(
+                    rt.neighbors.backend(),
+                    NeighborBackend::Rust,
+                    "{}",
+                    self.name
+                );
+            }
+            r
+        })
+    }
+
+    /// For a target without EAL: panics if EAL is up.
+    fn assert_no_eal(&self) {
+        assert!(
+            self.eal || !Eal::is_initialised(),
+            "{}: EAL is up in a target that runs without it",
+            self.name
+        );
+    }
+
+    /// Runs one input through a fresh pipeline over the shared tables.
+    pub fn run(&self, data: &[u8]) -> Option<Outcome> {
+        let o = run(self.router(), data);
+        self.assert_no_eal();
+        o
+    }
+
+    /// Runs and checks one input.
+    pub fn run_and_check(&self, data: &[u8]) -> Option<Outcome> {
+        let o = self.run(data)?;
+        check(self.router(), &o);
+        Some(o)
+    }
+
+    /// What a fuzz target does with one input: runs and checks it as it
+    /// comes and [addressed to the router](Self::addressed_to_us) (most
+    /// random destination MACs stop at the L2 check, which must not hide
+    /// what lies past it).
+    pub fn fuzz(&self, data: &[u8]) {
+        self.run_and_check(data);
+        self.run_and_check(&self.addressed_to_us(data));
+    }
+
+    /// `data` with every unicast frame's destination MAC set to the input
+    /// port's: the same input, addressed to the router. The fuzz targets
+    /// and the regression replay run both, so that inputs written before
+    /// the L2 destination check (or mutated away from the port's MAC) still
+    /// reach everything past it.
+    pub fn addressed_to_us(&self, data: &[u8]) -> Vec<u8> {
+        addressed_to(data, &self.router().port_macs)
+    }
+}
+
+/// A router built from a [`Target`]'s config.
 pub struct Router {
     pub cfg: Config,
     pub res: Resolved,
@@ -240,12 +396,11 @@ pub struct Router {
     pub peer_macs: Vec<[u8; 6]>,
 }
 
-/// Starts the test EAL and builds the tables on first use.
-pub fn router() -> &'static Router {
-    static ROUTER: OnceLock<Router> = OnceLock::new();
-    ROUTER.get_or_init(|| {
-        dataplane::tables::test_eal();
-        let (cfg, res) = match Config::parse(CONFIG, "fuzz.toml") {
+impl Router {
+    /// Parses `config` and builds its tables (panics on failure: the
+    /// configs are the harness's own).
+    fn build(config: &str) -> Router {
+        let (cfg, res) = match Config::parse(config, "fuzz.toml") {
             Ok(c) => c,
             Err(e) => panic!("fuzz config: {e}"),
         };
@@ -272,7 +427,45 @@ pub fn router() -> &'static Router {
             port_macs,
             peer_macs,
         }
-    })
+    }
+
+    /// Each port's MTU (the largest IP packet it sends), by port index.
+    fn port_mtus(&self) -> Vec<u16> {
+        let rt = self
+            .tables
+            .routing
+            .as_ref()
+            .expect("the fuzz router routes");
+        rt.ports.iter().map(|p| p.mtu).collect()
+    }
+
+    /// Whether `a` is an IPv4 broadcast address of the router: the limited
+    /// broadcast or a connected subnet's.
+    fn is_v4_broadcast(&self, a: Ipv4Addr) -> bool {
+        a.is_broadcast()
+            || self
+                .tables
+                .routing
+                .as_ref()
+                .is_some_and(|rt| rt.is_broadcast_v4(a))
+    }
+
+    /// Whether `a` (an IPv4 source) cannot be true: one of the router's own
+    /// addresses or a connected subnet's broadcast address.
+    fn impossible_source_v4(&self, a: Ipv4Addr) -> bool {
+        self.tables
+            .routing
+            .as_ref()
+            .is_some_and(|rt| rt.ports.iter().any(|p| p.has_v4(a) || p.is_broadcast_v4(a)))
+    }
+
+    /// Whether `a` (an IPv6 source) is one of the router's own addresses.
+    fn own_v6(&self, a: Ipv6Addr) -> bool {
+        self.tables
+            .routing
+            .as_ref()
+            .is_some_and(|rt| rt.ports.iter().any(|p| p.has_v6(a)))
+    }
 }
 
 /// A decoded input.
@@ -361,17 +554,8 @@ pub fn decode(data: &[u8]) -> Option<Input> {
     })
 }
 
-/// `data` with every unicast frame's destination MAC set to the input
-/// port's: the same input, addressed to the router. The fuzz target and
-/// the regression replay run both, so that inputs written before the L2
-/// destination check (or mutated away from the port's MAC) still reach
-/// everything past it.
-pub fn addressed_to_us(data: &[u8]) -> Vec<u8> {
-    addressed_to(data, &router().port_macs)
-}
-
-/// [`addressed_to_us`] for a router whose ports have the MACs `macs`
-/// (without building [`router`]).
+/// [`Target::addressed_to_us`] for a router whose ports have the MACs `macs`
+/// (without building one).
 pub fn addressed_to(data: &[u8], macs: &[[u8; 6]]) -> Vec<u8> {
     let mut v = data.to_vec();
     let Some(&head) = v.first() else {
@@ -423,9 +607,8 @@ pub struct Outcome {
 }
 
 /// Runs one input through a fresh pipeline over the shared tables.
-pub fn run(data: &[u8]) -> Option<Outcome> {
+fn run(r: &Router, data: &[u8]) -> Option<Outcome> {
     let input = decode(data)?;
-    let r = router();
     let mut pipeline = build_pipeline(&r.cfg, &r.res, &r.tables, &r.port_macs, &r.peer_macs);
     let mut burst = Burst::<VecPacket>::new();
     for (f, c) in input.frames.iter().zip(&input.chains) {
@@ -460,8 +643,7 @@ pub fn run(data: &[u8]) -> Option<Outcome> {
 
 /// Asserts the invariants (module doc) on an outcome; panics with the
 /// packet index and what broke.
-pub fn check(o: &Outcome) {
-    let r = router();
+pub fn check(r: &Router, o: &Outcome) {
     let n = o.input.frames.len();
     let n_ports = r.cfg.ports.len();
     assert_eq!(o.meta.len(), n);
@@ -474,6 +656,7 @@ pub fn check(o: &Outcome) {
     for (i, m) in o.meta.iter().enumerate() {
         assert_eq!(m.in_port, o.input.in_port, "packet {i}: in_port");
         let Some(input) = check_chain(
+            r,
             i,
             &o.input.frames[i],
             o.input.chains[i],
@@ -489,9 +672,9 @@ pub fn check(o: &Outcome) {
             d += 1;
             continue;
         };
-        check_acl(i, input, o.input.in_port, m.verdict);
-        check_l2(i, input, o.input.in_port, m.verdict);
-        check_arp(i, input, o.input.in_port, m.verdict);
+        check_acl(r, i, input, o.input.in_port, m.verdict);
+        check_l2(r, i, input, o.input.in_port, m.verdict);
+        check_arp(r, i, input, o.input.in_port, m.verdict);
         match m.verdict {
             Verdict::Tx(port) => {
                 let (p, pkt) = &o.out.sent[s];
@@ -509,13 +692,13 @@ pub fn check(o: &Outcome) {
                     "packet {i}: sent a chain ({} more bytes)",
                     pkt.more
                 );
-                check_sent(i, input, o.input.in_port, port, &pkt.bytes);
+                check_sent(r, i, input, o.input.in_port, port, &pkt.bytes);
             }
             Verdict::Drop(reason) => {
                 assert_eq!(o.out.dropped[d].0, reason, "packet {i}: drop reason");
                 d += 1;
-                check_too_big(i, input, o.input.in_port, reason);
-                check_no_route(i, input, o.input.in_port, reason);
+                check_too_big(r, i, input, o.input.in_port, reason);
+                check_no_route(r, i, input, o.input.in_port, reason);
             }
             Verdict::Continue => {
                 assert_eq!(o.out.dropped[d].0, DropReason::NoOutput, "packet {i}");
@@ -536,13 +719,14 @@ pub fn check(o: &Outcome) {
 /// does not parse), checks the verdict and returns `None`; otherwise
 /// returns the frame the other checks see: the input itself, or a chain
 /// trimmed to its IP packet (which the router then holds in one segment).
-fn check_chain(
+fn check_chain<'a>(
+    r: &Router,
     i: usize,
-    first: &[u8],
+    first: &'a [u8],
     chain: Chain,
     in_port: u16,
     verdict: Verdict,
-) -> Option<&[u8]> {
+) -> Option<&'a [u8]> {
     if chain.more == 0 {
         return Some(first);
     }
@@ -555,7 +739,7 @@ fn check_chain(
         return None;
     }
     let mut m = new_meta_burst()[0];
-    let mac = router().port_macs[usize::from(in_port)];
+    let mac = r.port_macs[usize::from(in_port)];
     let parse = Parse {
         l4: true,
         hash: true,
@@ -577,7 +761,7 @@ fn check_chain(
             if reason == DropReason::TooBig {
                 // What parse drops as too big runs past the first segment,
                 // which holds the largest MTU and its headers.
-                let max_mtu = port_mtus().into_iter().max().unwrap_or(0);
+                let max_mtu = r.port_mtus().into_iter().max().unwrap_or(0);
                 let l3 = usize::from(m.l3_off);
                 let ip = match first.get(l3..l3 + 6) {
                     Some(h) if h[0] >> 4 == 6 => 40 + usize::from(u16::from_be_bytes([h[4], h[5]])),
@@ -631,26 +815,15 @@ fn parse_as(frame: &[u8], mac: [u8; 6], m: &mut Meta) -> Result<usize, DropReaso
     parse.parse_frame(frame, frame.len(), m)
 }
 
-/// Whether `a` is an IPv4 broadcast address of the router: the limited
-/// broadcast or a connected subnet's.
-fn is_v4_broadcast(a: Ipv4Addr) -> bool {
-    a.is_broadcast()
-        || router()
-            .tables
-            .routing
-            .as_ref()
-            .is_some_and(|rt| rt.is_broadcast_v4(a))
-}
-
 /// `no_route` is never the reason for an IPv6 packet that must stay on its
 /// link (a link-local or unspecified source, a link-local destination): a
 /// packet not for the router is `bad_address` then, routed or not.
-fn check_no_route(i: usize, input: &[u8], in_port: u16, reason: DropReason) {
+fn check_no_route(r: &Router, i: usize, input: &[u8], in_port: u16, reason: DropReason) {
     if reason != DropReason::NoRoute {
         return;
     }
     let mut m = new_meta_burst()[0];
-    let mac = router().port_macs[usize::from(in_port)];
+    let mac = r.port_macs[usize::from(in_port)];
     if parse_as(input, mac, &mut m).is_err() || m.l3 != L3::Ipv6 {
         return;
     }
@@ -666,8 +839,7 @@ fn check_no_route(i: usize, input: &[u8], in_port: u16, reason: DropReason) {
 /// `bad_address`; a frame sent to a link-layer broadcast or multicast
 /// address with a unicast IP destination is never sent anywhere (not
 /// routed, not answered).
-fn check_l2(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
-    let r = router();
+fn check_l2(r: &Router, i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
     let mac = r.port_macs[usize::from(in_port)];
     if input.len() < 14 {
         return;
@@ -695,7 +867,7 @@ fn check_l2(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
     let unicast = match m.l3 {
         L3::Ipv4 => {
             let d = Ipv4Addr::from(m.key.dst_v4());
-            !d.is_multicast() && !is_v4_broadcast(d) && d.octets()[0] < 224
+            !d.is_multicast() && !r.is_v4_broadcast(d) && d.octets()[0] < 224
         }
         L3::Ipv6 => !Ipv6Addr::from(m.key.dst).is_multicast(),
         _ => false,
@@ -712,12 +884,12 @@ fn check_l2(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
 /// short to tell: under the 8 bytes that give its format) of under 28
 /// bytes, `unsupported` for another format (hardware type 1, protocol type
 /// IPv4, address lengths 6 and 4 are the one handled), whatever its length.
-fn check_arp(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
+fn check_arp(r: &Router, i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
     let Verdict::Drop(reason @ (DropReason::Truncated | DropReason::Unsupported)) = verdict else {
         return;
     };
     let mut m = new_meta_burst()[0];
-    let mac = router().port_macs[usize::from(in_port)];
+    let mac = r.port_macs[usize::from(in_port)];
     if parse_as(input, mac, &mut m).is_err() || m.l3 != L3::Arp {
         return;
     }
@@ -737,30 +909,10 @@ fn check_arp(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
     }
 }
 
-/// Whether `a` (an IPv4 source) cannot be true: one of the router's own
-/// addresses or a connected subnet's broadcast address.
-fn impossible_source_v4(a: Ipv4Addr) -> bool {
-    router()
-        .tables
-        .routing
-        .as_ref()
-        .is_some_and(|rt| rt.ports.iter().any(|p| p.has_v4(a) || p.is_broadcast_v4(a)))
-}
-
-/// Whether `a` (an IPv6 source) is one of the router's own addresses.
-fn own_v6(a: Ipv6Addr) -> bool {
-    router()
-        .tables
-        .routing
-        .as_ref()
-        .is_some_and(|rt| rt.ports.iter().any(|p| p.has_v6(a)))
-}
-
 /// Checks one sent frame against the frame it came from (`input`, received
 /// on `in_port`). Both are parsed here: the pipeline's own `Meta` is not
 /// complete for packets the lane forwarded straight from their headers.
-fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
-    let r = router();
+fn check_sent(r: &Router, i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
     assert!(
         (14..=VEC_PACKET_MAX).contains(&out.len()),
         "packet {i}: sent {} bytes",
@@ -794,7 +946,7 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
     let in_mac = r.port_macs[usize::from(in_port)];
     if let Ok(end) = parse_as(input, in_mac, &mut im) {
         if is_forwarded(&input[..end], &im, &om, out) {
-            check_forwarded(i, input, port, &om, out);
+            check_forwarded(r, i, input, port, &om, out);
             return;
         }
     }
@@ -826,7 +978,7 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
             );
             let target = Ipv4Addr::new(out[l3 + 24], out[l3 + 25], out[l3 + 26], out[l3 + 27]);
             assert!(
-                out[l3 + 7] != 1 || !is_v4_broadcast(target),
+                out[l3 + 7] != 1 || !r.is_v4_broadcast(target),
                 "packet {i}: ARP request for a broadcast address: {}",
                 what()
             );
@@ -843,7 +995,7 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
                 what()
             );
             assert!(
-                !impossible_source_v4(Ipv4Addr::from(om.key.dst_v4())),
+                !r.impossible_source_v4(Ipv4Addr::from(om.key.dst_v4())),
                 "packet {i}: ICMP to ourselves or a subnet broadcast: {}",
                 what()
             );
@@ -857,7 +1009,7 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
             );
             if icmp.msg_type() == Icmpv4Type::DstUnreachable && icmp.msg_code() == 4 {
                 assert_eq!(port, in_port, "packet {i}: fragmentation needed sent on");
-                check_frag_needed(i, input, &im, icmp.next_hop_mtu(), icmp.payload());
+                check_frag_needed(r, i, input, &im, icmp.next_hop_mtu(), icmp.payload());
             }
         }
         L3::Ipv6 => {
@@ -872,7 +1024,7 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
                 what()
             );
             assert!(
-                !own_v6(Ipv6Addr::from(om.key.dst)),
+                !r.own_v6(Ipv6Addr::from(om.key.dst)),
                 "packet {i}: ICMPv6 to ourselves: {}",
                 what()
             );
@@ -888,7 +1040,7 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
             if icmp.msg_type() == Icmpv6Type::PacketTooBig {
                 assert_eq!(port, in_port, "packet {i}: packet too big sent on");
                 let mtu = icmp.rest_of_header();
-                check_packet_too_big(i, input, &im, mtu, icmp.payload(), end - l3);
+                check_packet_too_big(r, i, input, &im, mtu, icmp.payload(), end - l3);
             }
         }
         l3 => panic!("packet {i}: sent a {l3:?} frame: {}", what()),
@@ -901,8 +1053,7 @@ fn check_sent(i: usize, input: &[u8], in_port: u16, port: u16, out: &[u8]) {
 /// from no source that cannot be true (the router's own addresses, a
 /// connected subnet's broadcast), and (IPv6) is neither from a link-local
 /// or unspecified source nor to a link-local destination.
-fn check_forwarded(i: usize, input: &[u8], port: u16, om: &Meta, out: &[u8]) {
-    let r = router();
+fn check_forwarded(r: &Router, i: usize, input: &[u8], port: u16, om: &Meta, out: &[u8]) {
     assert_eq!(
         input[0] & 1,
         0,
@@ -927,12 +1078,12 @@ fn check_forwarded(i: usize, input: &[u8], port: u16, om: &Meta, out: &[u8]) {
         L3::Ipv4 => {
             let d = Ipv4Addr::from(om.key.dst_v4());
             assert!(
-                !is_v4_broadcast(d),
+                !r.is_v4_broadcast(d),
                 "packet {i}: forwarded to broadcast {d}"
             );
             let s = Ipv4Addr::from(om.key.src_v4());
             assert!(
-                !impossible_source_v4(s),
+                !r.impossible_source_v4(s),
                 "packet {i}: forwarded from {s}, ours or a subnet broadcast"
             );
         }
@@ -943,7 +1094,7 @@ fn check_forwarded(i: usize, input: &[u8], port: u16, om: &Meta, out: &[u8]) {
                 !s.is_unspecified() && !link_local(s) && !link_local(d),
                 "packet {i}: forwarded {s} -> {d} off its link"
             );
-            assert!(!own_v6(s), "packet {i}: forwarded from our own {s}");
+            assert!(!r.own_v6(s), "packet {i}: forwarded from our own {s}");
         }
         _ => {}
     }
@@ -972,10 +1123,15 @@ fn is_forwarded(input: &[u8], m: &Meta, om: &Meta, out: &[u8]) -> bool {
 
 /// The ACL against a linear scan of the configured rules: a packet that
 /// parses (as it arrives on `in_port`) is dropped as `acl_deny` exactly
-/// when the first matching rule (or the default) denies it.
-fn check_acl(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
-    let r = router();
+/// when the first matching rule (or the default) denies it. Without an
+/// ACL nothing is.
+fn check_acl(r: &Router, i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
     let Some(acl) = r.tables.acl.as_ref().map(|a| &a.table) else {
+        assert_ne!(
+            verdict,
+            Verdict::Drop(DropReason::AclDeny),
+            "packet {i}: acl_deny without an ACL"
+        );
         return;
     };
     let mut km = new_meta_burst()[0];
@@ -994,20 +1150,6 @@ fn check_acl(i: usize, input: &[u8], in_port: u16, verdict: Verdict) {
     );
 }
 
-/// Runs and checks one input (what the fuzz target does per input).
-pub fn run_and_check(data: &[u8]) -> Option<Outcome> {
-    let o = run(data)?;
-    check(&o);
-    Some(o)
-}
-
-/// Each port's MTU (the largest IP packet it sends), by port index.
-fn port_mtus() -> Vec<u16> {
-    let r = router();
-    let rt = r.tables.routing.as_ref().expect("the fuzz router routes");
-    rt.ports.iter().map(|p| p.mtu).collect()
-}
-
 /// The IP packet's length (IPv4 total length, IPv6 40 + payload length) of
 /// a frame that parsed as `m`.
 fn ip_len(frame: &[u8], m: &Meta) -> usize {
@@ -1023,7 +1165,7 @@ fn ip_len(frame: &[u8], m: &Meta) -> usize {
 /// harness's parse of it, empty if it did not parse): the input was IPv4
 /// with DF set and over `mtu`, a port's MTU, and `quote` is its IP header
 /// and 8 bytes.
-fn check_frag_needed(i: usize, input: &[u8], im: &Meta, mtu: u16, quote: &[u8]) {
+fn check_frag_needed(r: &Router, i: usize, input: &[u8], im: &Meta, mtu: u16, quote: &[u8]) {
     assert_eq!(
         im.l3,
         L3::Ipv4,
@@ -1036,7 +1178,7 @@ fn check_frag_needed(i: usize, input: &[u8], im: &Meta, mtu: u16, quote: &[u8]) 
         "packet {i}: fragmentation needed without DF"
     );
     assert!(
-        port_mtus().contains(&mtu) && usize::from(ip.total_len()) > usize::from(mtu),
+        r.port_mtus().contains(&mtu) && usize::from(ip.total_len()) > usize::from(mtu),
         "packet {i}: fragmentation needed with MTU {mtu} for {} bytes",
         ip.total_len()
     );
@@ -1049,6 +1191,7 @@ fn check_frag_needed(i: usize, input: &[u8], im: &Meta, mtu: u16, quote: &[u8]) 
 /// MTU, and `quote` is its first bytes, as many as fit a 1280-byte reply
 /// (`reply_len`, from the IPv6 header on).
 fn check_packet_too_big(
+    r: &Router,
     i: usize,
     input: &[u8],
     im: &Meta,
@@ -1063,7 +1206,7 @@ fn check_packet_too_big(
     );
     let len = ip_len(input, im);
     assert!(
-        port_mtus().iter().any(|&m| u32::from(m) == mtu) && len > mtu as usize,
+        r.port_mtus().iter().any(|&m| u32::from(m) == mtu) && len > mtu as usize,
         "packet {i}: packet too big with MTU {mtu} for {len} bytes"
     );
     let l3 = usize::from(im.l3_off);
@@ -1077,17 +1220,17 @@ fn check_packet_too_big(
 
 /// A drop as `too_big` is of an IPv6 packet or of an IPv4 one with DF;
 /// `too_big_no_df` of IPv4 without DF; both larger than some port's MTU.
-fn check_too_big(i: usize, input: &[u8], in_port: u16, reason: DropReason) {
+fn check_too_big(r: &Router, i: usize, input: &[u8], in_port: u16, reason: DropReason) {
     if !matches!(reason, DropReason::TooBig | DropReason::TooBigNoDf) {
         return;
     }
     let mut m = new_meta_burst()[0];
-    let mac = router().port_macs[usize::from(in_port)];
+    let mac = r.port_macs[usize::from(in_port)];
     assert!(
         parse_as(input, mac, &mut m).is_ok(),
         "packet {i}: dropped as {reason:?} but does not parse"
     );
-    let min_mtu = port_mtus().into_iter().min().unwrap_or(0);
+    let min_mtu = r.port_mtus().into_iter().min().unwrap_or(0);
     assert!(
         ip_len(input, &m) > usize::from(min_mtu),
         "packet {i}: {reason:?} at {} bytes",

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Seed inputs for the `pipeline` fuzz target (format: fuzz/harness.rs).
+"""Seed inputs for the fuzz targets, `pipeline` and `route_noeal` (format:
+fuzz/harness.rs; both routers have the same ports and routes).
 
     seeds.py wrap OUT_DIR PORT FRAME_DIR...   one seed per raw frame file
     seeds.py hand OUT_DIR                     hand-made frames and bursts

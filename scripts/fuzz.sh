@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# Fuzzes the packet pipeline (parse + acl + route) with cargo-fuzz.
+# Fuzzes the packet pipeline with cargo-fuzz.
 #
-#   scripts/fuzz.sh [SECONDS]      default 60
+#   scripts/fuzz.sh [SECONDS]                          default 60, target pipeline
+#   FUZZ_TARGET=route_noeal scripts/fuzz.sh [SECONDS]
+#
+# Targets (fuzz/fuzz_targets/, both on fuzz/harness.rs: same input format,
+# same invariants):
+#   pipeline      parse + acl + route on rte_fib and rte_acl (starts EAL);
+#   route_noeal   parse + route on the `linear` route backend, no ACL, and
+#                 asserts that EAL is never started (the route fast path as
+#                 pipeline tests run it without EAL).
 #
 # Installs cargo-fuzz if missing, builds the traffic generator and writes the
-# seed corpus into fuzz/corpus/pipeline (generator frames: IPv4, IPv6, VLAN,
+# seed corpus into fuzz/corpus/TARGET (generator frames: IPv4, IPv6, VLAN,
 # every malformed kind; plus hand-made ARP, NDP, echo, TTL 1, QinQ, IPv6
-# extension headers, mbuf chains, bursts: fuzz/seeds.py), then runs the
-# `pipeline` target for SECONDS on all but one core. Exits non-zero when a
-# crash was found and prints where its input is: replay it with
-#   RUSTC_BOOTSTRAP=1 cargo fuzz run pipeline <artifact>   (in fuzz/)
-# and, once fixed, copy it to dataplane/tests/fuzz_regressions/. The corpus only
-# grows; shrink it with `(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz cmin pipeline)`.
+# extension headers, mbuf chains, bursts: fuzz/seeds.py; both targets' routers
+# have the same ports and routes, so they share the seeds), then runs the
+# target for SECONDS on all but one core. Exits non-zero when a crash was
+# found and prints where its input is: replay it with
+#   RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET <artifact>   (in fuzz/)
+# and, once fixed, copy it to dataplane/tests/fuzz_regressions/ (replayed by
+# the fuzz_regressions test through `pipeline`, by lane_linear through
+# `route_noeal`). The corpus only grows; shrink it with
+# `(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz cmin TARGET)`.
 #
-# Environment: FUZZ_JOBS (parallel fuzzers, default nproc - 1, at least 1),
+# Environment: FUZZ_TARGET (pipeline | route_noeal; default pipeline),
+# FUZZ_JOBS (parallel fuzzers, default nproc - 1, at least 1),
 # FUZZ_SANITIZER (address | none; default address), FUZZ_ARGS (extra
 # libFuzzer flags). Only stable Rust is needed: RUSTC_BOOTSTRAP=1 unlocks the
 # nightly flags cargo-fuzz passes.
@@ -22,8 +34,14 @@ set -euo pipefail
 SECONDS_TO_RUN=${1:-60}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FUZZ=$ROOT/fuzz
-CORPUS=$FUZZ/corpus/pipeline
-ARTIFACTS=$FUZZ/artifacts/pipeline
+TARGET=${FUZZ_TARGET:-pipeline}
+if [ ! -f "$FUZZ/fuzz_targets/$TARGET.rs" ]; then
+    echo "unknown FUZZ_TARGET '$TARGET': one of" \
+        $(cd "$FUZZ/fuzz_targets" && ls -- *.rs | sed 's/\.rs$//') >&2
+    exit 2
+fi
+CORPUS=$FUZZ/corpus/$TARGET
+ARTIFACTS=$FUZZ/artifacts/$TARGET
 JOBS=${FUZZ_JOBS:-$(($(nproc) > 1 ? $(nproc) - 1 : 1))}
 SANITIZER=${FUZZ_SANITIZER:-address}
 export RUSTC_BOOTSTRAP=1
@@ -79,7 +97,7 @@ python3 "$FUZZ/seeds.py" wrap "$CORPUS" 1 "$TMP/mix-wan" "$TMP/malformed-wan"
 python3 "$FUZZ/seeds.py" hand "$CORPUS"
 echo "   $(ls "$CORPUS" | wc -l) files in the corpus"
 
-echo "== fuzzing for ${SECONDS_TO_RUN}s with $JOBS job(s), sanitizer $SANITIZER"
+echo "== fuzzing $TARGET for ${SECONDS_TO_RUN}s with $JOBS job(s), sanitizer $SANITIZER"
 # Eal::init leaks argv on purpose (EAL keeps pointers into it).
 export LSAN_OPTIONS="suppressions=$FUZZ/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 PAR=()
@@ -87,10 +105,10 @@ if [ "$JOBS" -gt 1 ]; then
     PAR=(-fork="$JOBS")
 fi
 touch "$TMP/start"
-LOG=$FUZZ/fuzz-pipeline.log
-# cargo fuzz builds into fuzz/target and writes crashes to fuzz/artifacts/pipeline.
+LOG=$FUZZ/fuzz-$TARGET.log
+# cargo fuzz builds into fuzz/target and writes crashes to fuzz/artifacts/TARGET.
 set +e
-(cd "$FUZZ" && env -u CARGO_TARGET_DIR cargo fuzz run pipeline --sanitizer "$SANITIZER" \
+(cd "$FUZZ" && env -u CARGO_TARGET_DIR cargo fuzz run "$TARGET" --sanitizer "$SANITIZER" \
     "$CORPUS" -- \
     -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -rss_limit_mb=4096 -timeout=10 \
     -print_final_stats=1 "${PAR[@]}" ${FUZZ_ARGS:-}) 2>&1 | tee "$LOG" |
@@ -108,8 +126,9 @@ if [ -n "$crashes" ] || [ "$status" -ne 0 ]; then
     for c in $crashes; do
         echo "   crash input: $c"
     done
-    echo "   replay: (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run pipeline <input>)"
-    echo "   keep it: cp <input> dataplane/tests/fuzz_regressions/ && cargo test -p dataplane --test fuzz_regressions"
+    echo "   replay: (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $TARGET <input>)"
+    echo "   keep it: cp <input> dataplane/tests/fuzz_regressions/ &&" \
+        "cargo test -p dataplane --test fuzz_regressions --test lane_linear"
     exit 1
 fi
 echo "== no crash"

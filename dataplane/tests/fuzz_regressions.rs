@@ -268,7 +268,7 @@ fn fuzz_regressions_replay() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let data = std::fs::read(path).unwrap();
         let r = catch_unwind(AssertUnwindSafe(|| {
-            if let Some(o) = harness::run_and_check(&data) {
+            if let Some(o) = harness::PIPELINE.run_and_check(&data) {
                 if std::env::var_os("FUZZ_VERBOSE").is_some() {
                     eprintln!("{name}: {:?}", verdicts(&o));
                 }
@@ -295,9 +295,9 @@ fn fuzz_regressions_replay() {
     // neighbours these learn do not change the expected outcomes.
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let data = harness::addressed_to_us(&std::fs::read(path).unwrap());
+        let data = harness::PIPELINE.addressed_to_us(&std::fs::read(path).unwrap());
         let r = catch_unwind(AssertUnwindSafe(|| {
-            if let Some(o) = harness::run_and_check(&data) {
+            if let Some(o) = harness::PIPELINE.run_and_check(&data) {
                 for v in verdicts(&o) {
                     *seen.entry(format!("{v:?}")).or_default() += 1;
                 }

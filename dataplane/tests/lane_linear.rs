@@ -5,6 +5,10 @@
 //! traffic and mutated bursts), and building and running a routing
 //! pipeline must not need EAL.
 //!
+//! It also runs the `route_noeal` fuzz target's harness on the saved fuzz
+//! inputs, so that target's path (config, oracle, no-EAL assertions) is
+//! covered by `cargo test` and not only by the fuzzer.
+//!
 //! Nothing in this binary calls `Eal::init`. Every test checks that EAL is
 //! still down when it is done, and that the tables are the Rust ones
 //! (`HashLpm` routes, the Rust neighbour map): a build that reached for a
@@ -21,6 +25,7 @@ use lane::{
     route_only_config, route_only_no_ecmp_config, with_pipeline, with_route_backend, Variant,
 };
 use proptest::prelude::*;
+use std::panic::catch_unwind;
 
 /// Route alone (with ECMP, so parsing reads L4 ports, and without) and
 /// `count` behind the forwarder (it must see every packet sent), all on
@@ -77,6 +82,33 @@ fn no_acl_routes_everything_alike() {
 fn fuzz_inputs_alike() {
     lane::fuzz_inputs_alike();
     no_eal();
+}
+
+/// The `route_noeal` fuzz target on every saved fuzz input, as saved and
+/// addressed to the router, through the harness it runs (`fuzz/harness.rs`):
+/// its invariants hold on the linear backend, and neither building its
+/// router nor running it starts EAL (the harness asserts that after every
+/// input, and that the tables are the Rust ones). Its router is the one
+/// `setup` builds first, so the fuzzer and these tests look at the same one.
+#[test]
+fn fuzz_harness_route_noeal() {
+    assert_eq!(
+        harness::ROUTE_NOEAL.config,
+        with_route_backend(&route_only_config(), "linear"),
+        "the route_noeal target's config"
+    );
+    for f in lane::saved_fuzz_inputs() {
+        let data = std::fs::read(&f).unwrap();
+        if let Err(e) = catch_unwind(|| harness::ROUTE_NOEAL.fuzz(&data)) {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{}: {msg}", f.display());
+        }
+    }
+    assert!(!Eal::is_initialised(), "something started EAL");
 }
 
 #[test]

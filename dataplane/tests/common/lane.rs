@@ -445,8 +445,9 @@ pub fn acl_verdicts_alike() {
     }
 }
 
-/// Every saved fuzz input (crashes found once, hand-made tricky cases).
-pub fn fuzz_inputs_alike() {
+/// The saved fuzz inputs (`tests/fuzz_regressions/`: crashes found once,
+/// hand-made tricky cases), in name order.
+pub fn saved_fuzz_inputs() -> Vec<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -454,7 +455,12 @@ pub fn fuzz_inputs_alike() {
         .collect();
     files.sort();
     assert!(files.len() >= 10, "saved inputs in {}", dir.display());
-    for f in files {
+    files
+}
+
+/// Every saved fuzz input.
+pub fn fuzz_inputs_alike() {
+    for f in saved_fuzz_inputs() {
         let data = std::fs::read(&f).unwrap();
         for data in [data.clone(), harness::addressed_to(&data, &PORT_MAC)] {
             if let Some(input) = harness::decode(&data) {

@@ -155,6 +155,8 @@ macro_rules! acl_section {
     () => {
         r#"[acl]
 default = "allow"
+# Small: the harness builds a pipeline (and its flow cache) per input.
+flow_cache = 64
 
 [[acl.rule]]
 action = "deny"

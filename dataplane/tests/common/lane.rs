@@ -71,10 +71,11 @@ pub fn with_route_backend(config: &str, backend: &str) -> String {
 /// The fuzz router with an ACL flow cache of `entries` entries.
 pub fn acl_config(entries: usize) -> String {
     let c = harness::CONFIG.replace(
-        "[acl]\ndefault = \"allow\"\n",
-        &format!("[acl]\ndefault = \"allow\"\nflow_cache = {entries}\n"),
+        "\nflow_cache = 64\n",
+        &format!("\nflow_cache = {entries}\n"),
     );
-    assert!(c.contains("flow_cache"), "fuzz config's [acl] header");
+    let line = format!("\nflow_cache = {entries}\n");
+    assert!(c.contains(&line), "fuzz config's [acl] flow_cache");
     c
 }
 

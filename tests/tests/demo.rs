@@ -1,9 +1,10 @@
 //! `scripts/demo.sh`, the first thing a new user runs, runs to its end on
 //! the debug build and shows what README says it shows: the router's
 //! routed, denied, TTL-expired and answered packets, and a live reload that
-//! takes a prefix away from the wan port, with no mbuf leaked.
+//! takes a prefix away from the wan port, with no mbuf leaked and every
+//! packet of every run accounted for (rx + originated = tx + Σdrops).
 
-use dataplane_tests::{dataplane_bin, repo_root};
+use dataplane_tests::{assert_accounting, dataplane_bin, repo_root};
 use std::process::Command;
 
 /// The two per-second rates of the summary line `port NAME out per second:
@@ -54,6 +55,23 @@ fn demo_runs_and_shows_the_router_and_a_reload() {
             summary.contains(shown),
             "summary lacks {shown:?}:\n{summary}"
         );
+    }
+    // Each run's report (the demo's --stats-json files) balances; the
+    // router's run originated packets (ICMP errors and replies, ARP
+    // replies), so its identity counts them.
+    for name in ["final", "router", "live", "perf"] {
+        let path = repo_root().join(format!("build/demo/{name}.json"));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_accounting(&report);
+        assert_eq!(report["mempool"]["in_use"], 0, "{name}");
+        if name == "router" {
+            assert!(
+                report["originated_total"].as_u64().unwrap_or(0) > 0,
+                "the router's run originated nothing: {report:#}"
+            );
+        }
     }
     // 198.18.1.0/24 left the wan port: its rate falls by what that prefix
     // carried (lan-routed is most of the lan input).

@@ -315,6 +315,18 @@ pub fn build_table_set(
             t.lb = Some(Arc::new(lb));
         }
     }
+    // The whole set built: its static neighbours become the ones in force
+    // (a reload's removed ones are forgotten; a reused routing's are the
+    // same, so nothing changes).
+    if let Some(r) = &t.routing {
+        let forgotten = r.install_statics();
+        if forgotten != 0 {
+            tracing::info!(
+                forgotten,
+                "static neighbours removed: unresolved until heard again"
+            );
+        }
+    }
     Ok(t)
 }
 
@@ -902,12 +914,13 @@ pub fn run(
                 .collect();
             let by_stage = stage_reports.stats_line(&tables.load());
             tracing::info!(
-                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={}{by_stage} drops={:?} originated_by={:?}",
+                "stats rx={rx} tx={tx} dropped={dropped} originated={} consumed={} rx_mpps={rx_mpps:.2} tx_mpps={tx_mpps:.2} busy=[{}] generation={} reloads={} refused={}{by_stage} drops={:?} originated_by={:?}",
                 bal.originated,
                 bal.consumed,
                 busy.join(","),
                 reloader.generation(),
                 reloader.counters.reloads.get(),
+                reloader.counters.refusals.get(),
                 drops,
                 stats::originated_totals(&snaps)
             );

@@ -11,6 +11,7 @@
 use super::route::RouteBackend;
 use crate::dpdk::hash::Hash;
 use crate::dpdk::DpdkError;
+use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -107,6 +108,9 @@ pub struct NeighborTable {
     map: Map,
     /// Neighbours that could not be stored (cache full): slow path only.
     learn_failures: AtomicU64,
+    /// The static neighbours of the tables in force
+    /// ([`NeighborTable::install_statics`]; control thread only).
+    statics: Mutex<HashSet<NeighborKey>>,
 }
 
 impl NeighborTable {
@@ -125,6 +129,7 @@ impl NeighborTable {
         Ok(NeighborTable {
             map,
             learn_failures: AtomicU64::new(0),
+            statics: Mutex::new(HashSet::new()),
         })
     }
 
@@ -150,6 +155,34 @@ impl NeighborTable {
             self.learn_failures.fetch_add(1, Ordering::Relaxed);
         }
         ok
+    }
+
+    /// Makes `keys` the static neighbours in force and forgets the ones
+    /// that were and are no longer (a reload removed them from the
+    /// config): each becomes unresolved, as if never heard of but for a
+    /// solicitation long ago, so the next packet to it solicits it and the
+    /// wire's answer is learned. Without this the removed entry would keep
+    /// its configured MAC for good (entries do not age). Overwritten, not
+    /// deleted: both maps take writes under their readers, a delete
+    /// (rte_hash's) does not. Returns how many were forgotten. Called once
+    /// a table set's build has succeeded, before it is published.
+    pub fn install_statics(&self, keys: &HashSet<NeighborKey>) -> usize {
+        let mut statics = self.statics.lock().unwrap_or_else(|e| e.into_inner());
+        let mut forgotten = 0;
+        for k in statics.difference(keys) {
+            self.insert(k, 0);
+            forgotten += 1;
+        }
+        *statics = keys.clone();
+        forgotten
+    }
+
+    /// The static neighbours in force ([`NeighborTable::install_statics`]).
+    pub fn installed_statics(&self) -> HashSet<NeighborKey> {
+        self.statics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Neighbours not learned because the cache was full.

@@ -540,15 +540,39 @@ impl Routing {
         for &(port, ip, mac) in static_neighbors {
             routing.learn(port, ip, mac);
         }
-        routing.sync_gateway_macs();
+        // A static neighbour the tables in force have and these do not
+        // still holds its configured MAC until `install_statics`: not
+        // copied into these next hops.
+        let removed: HashSet<NeighborKey> = routing
+            .neighbors
+            .installed_statics()
+            .difference(&routing.static_neighbors)
+            .copied()
+            .collect();
+        routing.sync_gateway_macs_except(&removed);
         Ok(routing)
+    }
+
+    /// Makes this table's static neighbours the ones in force, forgetting
+    /// those a reload removed ([`NeighborTable::install_statics`]); once
+    /// the whole set built, before it is published. Returns how many were
+    /// forgotten.
+    pub fn install_statics(&self) -> usize {
+        self.neighbors.install_statics(&self.static_neighbors)
     }
 
     /// Copies every resolved gateway MAC the neighbour table holds into the
     /// next hops (a fresh build; again after a reload, for what workers
     /// learned while it was built).
     pub fn sync_gateway_macs(&self) {
+        self.sync_gateway_macs_except(&HashSet::new());
+    }
+
+    fn sync_gateway_macs_except(&self, skip: &HashSet<NeighborKey>) {
         for (k, ids) in &self.gateways {
+            if skip.contains(k) {
+                continue;
+            }
             if let NeighborState::Resolved(mac) = self.neighbors.get(k) {
                 for &id in ids {
                     self.nexthops[id as usize].set_mac(mac);
@@ -728,6 +752,70 @@ mod tests {
             max_routes: 1024,
             num_tbl8: 256,
         }
+    }
+
+    /// Reloads over one neighbour table: a neighbour learned from the wire
+    /// resolves the next set's gateways too; a static neighbour the new
+    /// config drops is not copied into the new set and, once the set is
+    /// installed, is unresolved (the next packet solicits it) and the wire
+    /// may answer for it, instead of its configured MAC living on.
+    #[test]
+    fn reloads_keep_learned_neighbours_and_forget_removed_statics() {
+        let learned: IpAddr = "10.0.1.9".parse().unwrap();
+        let fixed: IpAddr = "10.0.2.254".parse().unwrap();
+        let configured = [2, 0, 0, 0, 9, 9];
+        let routes = [
+            RouteSpec {
+                prefix: Prefix::new("198.18.0.0".parse().unwrap(), 24).unwrap(),
+                target: RouteTarget::Via(vec![(learned, 0)]),
+            },
+            RouteSpec {
+                prefix: Prefix::new("198.18.1.0".parse().unwrap(), 24).unwrap(),
+                target: RouteTarget::Via(vec![(fixed, 1)]),
+            },
+        ];
+        let table = neighbors(64);
+        let build = |statics: &[(u16, IpAddr, [u8; 6])]| {
+            let r = Routing::build(ports(), &routes, statics, small(), small(), table.clone());
+            r.unwrap()
+        };
+        let mac_of = |r: &Routing, gw: IpAddr| {
+            r.nexthops()
+                .iter()
+                .find(|n| n.kind == NhKind::Gateway(gw))
+                .unwrap()
+                .mac()
+        };
+        let first = build(&[(1, fixed, configured)]);
+        assert_eq!(first.install_statics(), 0);
+        assert_eq!(mac_of(&first, fixed), Some(configured));
+        let wire = [2, 0, 0, 0, 7, 7];
+        assert_eq!(first.learn_from_wire(0, learned, wire), Announced::Learned);
+        assert_eq!(first.learn_from_wire(1, fixed, wire), Announced::Ignored);
+
+        // The same statics: both gateways resolved in the new set.
+        let same = build(&[(1, fixed, configured)]);
+        assert_eq!(same.install_statics(), 0);
+        assert_eq!(mac_of(&same, learned), Some(wire));
+        assert_eq!(mac_of(&same, fixed), Some(configured));
+
+        // The static removed: built without its MAC while the old set is
+        // still in force (which keeps it), forgotten once installed.
+        let without = build(&[]);
+        assert_eq!(mac_of(&without, learned), Some(wire));
+        assert_eq!(mac_of(&without, fixed), None);
+        let key = neighbor::key(1, fixed);
+        assert_eq!(table.get(&key), NeighborState::Resolved(configured));
+        assert_eq!(without.install_statics(), 1);
+        assert!(matches!(table.get(&key), NeighborState::Pending(0)));
+        without.sync_gateway_macs();
+        assert_eq!(mac_of(&without, fixed), None);
+        // No longer static: the wire's answer is learned.
+        let moved = [2, 0, 0, 0, 8, 8];
+        assert_eq!(without.learn_from_wire(1, fixed, moved), Announced::Learned);
+        assert_eq!(mac_of(&without, fixed), Some(moved));
+        assert_eq!(table.installed_statics().len(), 0);
+        crate::tables::testing::assert_no_eal();
     }
 
     /// ARP and NDP are believed only where they can be true: never a group,

@@ -1,7 +1,7 @@
 //! Flow keys and the flow hash: what identifies a flow, shared by the
 //! pipeline (which fills them) and the tables (the ACL and its flow cache,
-//! later the load balancer's connection table), so neither depends on the
-//! other for them.
+//! the load balancer's connection table), so neither depends on the other
+//! for them.
 
 /// The lookup key of a packet, in network byte order, laid out for
 /// `rte_acl` (it classifies straight from this struct): the first field is

@@ -136,6 +136,28 @@ pub fn pseudo_random_routes(count: usize) -> String {
     routes
 }
 
+/// One telemetry command (`/dataplane/reloads`, `/ethdev/stats,0`) to the
+/// daemon on `prefix`, through DPDK's own client, non-interactively; the
+/// value under the command's name.
+pub fn telemetry(prefix: &str, cmd: &str) -> Value {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("echo {cmd} | dpdk-telemetry.py -f {prefix}"))
+        .output()
+        .expect("running dpdk-telemetry.py");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let key = cmd.split(',').next().unwrap();
+    let json_start = text
+        .find(&format!("{{\"{key}\""))
+        .unwrap_or_else(|| panic!("no {cmd} in:\n{text}"));
+    let v: Value = serde_json::Deserializer::from_str(&text[json_start..])
+        .into_iter()
+        .next()
+        .unwrap()
+        .unwrap();
+    v[key].clone()
+}
+
 /// `dataplane stats --file-prefix PREFIX`: the running daemon's counters.
 pub fn daemon_stats(prefix: &str) -> Value {
     let out = Command::new(dataplane_bin())

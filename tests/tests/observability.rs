@@ -51,24 +51,7 @@ pairs = [["p0", "p1"]]
     daemon.wait_running().unwrap();
 
     // Telemetry: the standard client, non-interactively.
-    let ask = |cmd: &str| -> serde_json::Value {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(format!("echo {cmd} | dpdk-telemetry.py -f {prefix}"))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let key = cmd.split(',').next().unwrap();
-        let json_start = text
-            .find(&format!("{{\"{key}\""))
-            .unwrap_or_else(|| panic!("no {cmd} in:\n{text}"));
-        let v: serde_json::Value = serde_json::Deserializer::from_str(&text[json_start..])
-            .into_iter()
-            .next()
-            .unwrap()
-            .unwrap();
-        v[key].clone()
-    };
+    let ask = |cmd: &str| telemetry(&prefix, cmd);
     let ipackets = ask("/ethdev/stats,0")["ipackets"].as_u64().unwrap();
     assert!(ipackets > 0, "telemetry shows no traffic");
     // The daemon's own endpoints: its counters, and the reloads (none yet).

@@ -279,6 +279,17 @@ fn tables_change_under_load_and_no_packet_leaves_by_the_old_set() {
         assert!(line.contains(field), "no `{field}` in: {line}");
     }
     assert_eq!(daemon_stats(&prefix)["reloads"]["generation"], 20);
+    // Telemetry and the stats line count the same reloads and refusals.
+    let t = telemetry(&prefix, "/dataplane/reloads");
+    assert_eq!(t["generation"], 20, "{t}");
+    assert_eq!(t["reloads"], 21, "{t}");
+    assert_eq!(t["refusals"], 2, "{t}");
+    d.wait_log(
+        "a stats line after the reloads",
+        Duration::from_secs(10),
+        |l| l.contains("stats rx=") && l.contains(" generation=20 reloads=21 refused=2"),
+    )
+    .unwrap();
     let hidden = "acl.rule[1]: this rule never matches: acl.rule[0]";
     let at_start = log
         .lines()

@@ -177,6 +177,7 @@ impl Config {
             }
         })?;
         cfg.source_name = file.to_owned();
+        cfg.source = src.to_owned();
         let mut resolved = cfg.validate(&loc)?;
         cfg.resolve_acl(&loc, &mut resolved)?;
         cfg.resolve_routes(&loc, &mut resolved)?;

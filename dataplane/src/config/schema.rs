@@ -35,6 +35,10 @@ pub struct Config {
     /// Where the file came from (set by `load`), for error messages.
     #[serde(skip)]
     pub source_name: String,
+    /// The text this config was parsed from: what a reload compares the
+    /// new file with (read once, so an edit during start-up is not missed).
+    #[serde(skip)]
+    pub source: String,
 }
 
 pub use crate::pipeline::StageKind;

@@ -6,10 +6,11 @@
 //! such field, located as `check` locates errors (file:line:column), and
 //! the running config stays in force.
 use super::socket::Answer;
-use crate::config::{Config, Resolved};
+use crate::config::{Config, Resolved, StageKind};
 use crate::daemon::{
     acl_inputs_equal, build_table_set, route_inputs_equal, Learned, LearnedState, PortFacts, Reuse,
 };
+use crate::pipeline::RestartKeys;
 use crate::stats::{Counter, ReloadReport, WorkerStats};
 use crate::tables::lb::{BackendIds, BackendSpec, LbSpec, ServiceKey};
 use crate::tables::neighbor::NeighborTable;
@@ -20,7 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Top-level keys whose values are fixed for the daemon's lifetime.
+/// Top-level keys whose values are fixed for the daemon's lifetime; the
+/// stages' sections declare their own (`StageSpec::restart`).
 const RESTART_KEYS: &[&str] = &[
     "pipeline",
     "eal",
@@ -29,13 +31,7 @@ const RESTART_KEYS: &[&str] = &[
     "port",
     "worker",
     "distributor",
-    "forward",
 ];
-/// Keys of sections fixed for the daemon's lifetime: the neighbour table
-/// and the load balancer's connection tables are learned state, allocated
-/// once, and outlive every table set.
-const RESTART_SECTION_KEYS: &[(&str, &str)] =
-    &[("route", "neighbor_capacity"), ("lb", "conntrack_capacity")];
 
 /// The first field that differs between the running config's source and
 /// the new one among those a reload cannot apply, as
@@ -45,24 +41,26 @@ const RESTART_SECTION_KEYS: &[(&str, &str)] =
 pub fn restart_needed(old_src: &str, new_src: &str, file: &str) -> Option<String> {
     let old: toml::Table = old_src.parse().ok()?;
     let new: toml::Table = new_src.parse().ok()?;
-    let mut path = None;
-    for key in RESTART_KEYS {
-        if let Some(p) = first_difference(key, old.get(*key), new.get(*key)) {
-            path = Some(p);
-            break;
-        }
-    }
-    if path.is_none() {
-        let sub = |t: &toml::Table, sec: &str, k: &str| t.get(sec).and_then(|r| r.get(k)).cloned();
-        for (sec, key) in RESTART_SECTION_KEYS {
-            let (a, b) = (sub(&old, sec, key), sub(&new, sec, key));
-            if let Some(p) = first_difference(&format!("{sec}.{key}"), a.as_ref(), b.as_ref()) {
-                path = Some(p);
-                break;
-            }
-        }
-    }
-    let path = path?;
+    let sub = |t: &toml::Table, sec: &str, k: &str| t.get(sec).and_then(|r| r.get(k)).cloned();
+    let stage_sections = StageKind::ALL.iter().filter_map(|k| {
+        let spec = k.spec();
+        spec.section.map(|sec| (sec, spec.restart))
+    });
+    let path = RESTART_KEYS
+        .iter()
+        .find_map(|key| first_difference(key, old.get(*key), new.get(*key)))
+        .or_else(|| {
+            stage_sections
+                .into_iter()
+                .find_map(|(sec, restart)| match restart {
+                    RestartKeys::None => None,
+                    RestartKeys::All => first_difference(sec, old.get(sec), new.get(sec)),
+                    RestartKeys::Some(keys) => keys.iter().find_map(|key| {
+                        let (a, b) = (sub(&old, sec, key), sub(&new, sec, key));
+                        first_difference(&format!("{sec}.{key}"), a.as_ref(), b.as_ref())
+                    }),
+                })
+        })?;
     let (line, col) = locate(new_src, &path);
     Some(format!(
         "{file}:{line}:{col}: {path}: changed, and only a restart applies it \
@@ -430,10 +428,9 @@ impl<'a> Reloader<'a> {
         workers: Vec<Arc<WorkerStats>>,
         stop: Arc<AtomicBool>,
     ) -> Self {
-        let source = path
-            .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .unwrap_or_default();
+        // The text the running config was parsed from, not the file read
+        // again: it may have been edited since.
+        let source = cfg.source.clone();
         Reloader {
             path,
             started: (cfg, res),
@@ -617,10 +614,17 @@ impl<'a> Reloader<'a> {
             swap_ms,
             "reload applied"
         );
+        // Published either way (the workers pick it up when they next
+        // poll), but the client hears that one had not within the timeout.
+        let unacked = if acked {
+            String::new()
+        } else {
+            format!("; not acknowledged by every worker within {ACK_TIMEOUT:?}")
+        };
         Answer {
             ok: true,
             message: format!(
-                "generation {g}: {changes} (build {build_ms:.1} ms, swap {swap_ms:.3} ms)"
+                "generation {g}: {changes} (build {build_ms:.1} ms, swap {swap_ms:.3} ms){unacked}"
             ),
             generation: g,
             data: None,
@@ -709,6 +713,25 @@ neighbor_capacity = 64
         assert!(e.contains(": distributor.ring_size: changed"), "{e}");
         let e = restart_needed(BASE, &ring, "x.toml").unwrap();
         assert!(e.contains(": distributor: changed"), "{e}");
+        // The stages' own declarations (`StageSpec::restart`): lb's
+        // connection tables are sized once, forward's pairs wire ports.
+        let lb = format!(
+            "{BASE}
+[lb]
+conntrack_capacity = 1024
+"
+        );
+        let e = restart_needed(&lb, &lb.replace("= 1024", "= 2048"), "x.toml").unwrap();
+        assert!(e.contains(": lb.conntrack_capacity: changed"), "{e}");
+        let fwd = format!(
+            "{BASE}
+[forward]
+pairs = [[\"a\", \"b\"]]
+"
+        );
+        let swapped = fwd.replace(r#"[["a", "b"]]"#, r#"[["b", "a"]]"#);
+        let e = restart_needed(&fwd, &swapped, "x.toml").unwrap();
+        assert!(e.contains(": forward.pairs[0][0]: changed"), "{e}");
     }
 
     #[test]

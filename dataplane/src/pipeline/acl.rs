@@ -35,6 +35,7 @@ impl StageOps for AclStage {
         needs_later_forwarder: true,
         needs_headers: true,
         headerless: false,
+        restart: crate::pipeline::RestartKeys::None,
     };
 
     fn build(b: &super::StageBuild) -> Self {

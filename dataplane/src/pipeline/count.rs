@@ -61,6 +61,7 @@ impl StageOps for CountStage {
         needs_later_forwarder: false,
         needs_headers: false,
         headerless: false,
+        restart: crate::pipeline::RestartKeys::None,
     };
 
     fn build(b: &super::StageBuild) -> Self {

@@ -31,6 +31,8 @@ impl StageOps for Forward {
         needs_later_forwarder: false,
         needs_headers: false,
         headerless: true,
+        // Its pairs wire ports at start.
+        restart: crate::pipeline::RestartKeys::All,
     };
 
     fn build(b: &super::StageBuild) -> Self {

@@ -109,7 +109,9 @@ pub struct StageSpec {
     /// Its config section (the stage's name), if it has one: the stage
     /// needs it, and it needs the stage.
     pub section: Option<&'static str>,
-    /// It sends packets to an output port (at most one per pipeline).
+    /// It sends packets to an output port. The pipeline hands its output
+    /// to the first such stage; today's forwarders never share a pipeline
+    /// (`forward` is `headerless`, `route` reads headers).
     pub forwards: bool,
     /// It only filters and needs a later stage that forwards.
     pub needs_later_forwarder: bool,
@@ -119,15 +121,30 @@ pub struct StageSpec {
     /// It sends frames on without reading them, by input port (a
     /// cross-connect): no stage that reads headers may share its pipeline.
     pub headerless: bool,
+    /// What of its config section only a restart applies (a reload
+    /// refuses a change there, naming the key).
+    pub restart: RestartKeys,
+}
+
+/// What of a stage's config section only a restart applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartKeys {
+    /// Nothing: a reload applies the whole section.
+    None,
+    /// These keys of it (state sized once that outlives every table set).
+    Some(&'static [&'static str]),
+    /// The whole section.
+    All,
 }
 
 /// What every stage is. Adding a stage: its file implementing this (its
 /// `SPEC`, which the config's ordering rules read, and its `build`), its
 /// line in the registration list (`with_registered_stages`, which makes
 /// [`Stage`], [`StageKind`] and their matches), and its config section
-/// (plus, for a stage with tables of its own, their field in `TableSet`
-/// and their build in `daemon`); the config checks, the daemon, the
-/// report and the profiler take it from here.
+/// (plus, for a stage with tables of its own, their field in `TableSet`,
+/// their build in `daemon::build_table_set` and what makes a reload reuse
+/// them in `control::reload`); the config checks, the daemon, the report,
+/// the profiler and a reload's restart-only keys take it from here.
 pub trait StageOps {
     /// The stage's declaration.
     const SPEC: StageSpec;
@@ -252,6 +269,9 @@ macro_rules! define_stages {
         }
 
         impl StageKind {
+            /// Every kind, in registration order.
+            pub const ALL: &'static [StageKind] = &[ $( StageKind::$v, )* ];
+
             /// Each kind's declaration ([`StageOps::SPEC`]).
             pub fn spec(&self) -> &'static StageSpec {
                 match self {

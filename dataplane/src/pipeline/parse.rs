@@ -128,6 +128,7 @@ impl StageOps for Parse {
         needs_later_forwarder: false,
         needs_headers: false,
         headerless: false,
+        restart: crate::pipeline::RestartKeys::None,
     };
 
     /// Checksums verified; L4 ports and the other fields read only where

@@ -181,6 +181,8 @@ impl StageOps for LbStage {
         needs_later_forwarder: true,
         needs_headers: true,
         headerless: false,
+        // Learned state (the connection tables), sized once.
+        restart: crate::pipeline::RestartKeys::Some(&["conntrack_capacity"]),
     };
 
     fn build(b: &crate::pipeline::StageBuild) -> Self {

@@ -79,6 +79,8 @@ impl StageOps for RouteStage {
         needs_later_forwarder: false,
         needs_headers: true,
         headerless: false,
+        // Learned state, sized once: it outlives every table set.
+        restart: crate::pipeline::RestartKeys::Some(&["neighbor_capacity"]),
     };
 
     fn build(b: &crate::pipeline::StageBuild) -> Self {

@@ -257,6 +257,18 @@ fn stage_referencing_missing_port() {
     assert!(msg.contains("unknown port `nope`"), "{msg}");
 }
 
+/// A `[forward]` section without the stage is refused at its header, like
+/// any stage's section (the check is the stages' own, not forward's).
+#[test]
+fn forward_section_without_the_stage() {
+    let (line, field, msg) = err(&bad(r#"pipeline = ["forward"]"#, r#"pipeline = ["count"]"#));
+    assert_eq!((line, field.as_str()), (29, "forward"));
+    assert!(
+        msg.contains("[forward] is configured but `forward` is not in the pipeline"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn pipeline_errors() {
     let (line, field, msg) = err(&bad(

@@ -45,13 +45,6 @@ impl Config {
         }
         let mut forward_out = vec![None; self.ports.len()];
         if let Some(fwd) = &self.forward {
-            if !seen.contains(&StageKind::Forward) {
-                return Err(loc.error(
-                    fwd.span(),
-                    Some("forward".into()),
-                    "[forward] is configured but `forward` is not in the pipeline".into(),
-                ));
-            }
             for (k, pair) in fwd.get_ref().pairs.iter().enumerate() {
                 let field = Some(format!("forward.pairs[{k}]"));
                 if pair.get_ref().len() != 2 {

@@ -42,7 +42,7 @@ pub fn restart_needed(old_src: &str, new_src: &str, file: &str) -> Option<String
     let old: toml::Table = old_src.parse().ok()?;
     let new: toml::Table = new_src.parse().ok()?;
     let sub = |t: &toml::Table, sec: &str, k: &str| t.get(sec).and_then(|r| r.get(k)).cloned();
-    let stage_sections = StageKind::ALL.iter().filter_map(|k| {
+    let mut stage_sections = StageKind::ALL.iter().filter_map(|k| {
         let spec = k.spec();
         spec.section.map(|sec| (sec, spec.restart))
     });
@@ -50,16 +50,14 @@ pub fn restart_needed(old_src: &str, new_src: &str, file: &str) -> Option<String
         .iter()
         .find_map(|key| first_difference(key, old.get(*key), new.get(*key)))
         .or_else(|| {
-            stage_sections
-                .into_iter()
-                .find_map(|(sec, restart)| match restart {
-                    RestartKeys::None => None,
-                    RestartKeys::All => first_difference(sec, old.get(sec), new.get(sec)),
-                    RestartKeys::Some(keys) => keys.iter().find_map(|key| {
-                        let (a, b) = (sub(&old, sec, key), sub(&new, sec, key));
-                        first_difference(&format!("{sec}.{key}"), a.as_ref(), b.as_ref())
-                    }),
-                })
+            stage_sections.find_map(|(sec, restart)| match restart {
+                RestartKeys::None => None,
+                RestartKeys::Section => first_difference(sec, old.get(sec), new.get(sec)),
+                RestartKeys::Keys(keys) => keys.iter().find_map(|key| {
+                    let (a, b) = (sub(&old, sec, key), sub(&new, sec, key));
+                    first_difference(&format!("{sec}.{key}"), a.as_ref(), b.as_ref())
+                }),
+            })
         })?;
     let (line, col) = locate(new_src, &path);
     Some(format!(

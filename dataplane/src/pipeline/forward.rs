@@ -32,7 +32,7 @@ impl StageOps for Forward {
         needs_headers: false,
         headerless: true,
         // Its pairs wire ports at start.
-        restart: crate::pipeline::RestartKeys::All,
+        restart: crate::pipeline::RestartKeys::Section,
     };
 
     fn build(b: &super::StageBuild) -> Self {

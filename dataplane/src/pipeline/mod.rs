@@ -132,9 +132,9 @@ pub enum RestartKeys {
     /// Nothing: a reload applies the whole section.
     None,
     /// These keys of it (state sized once that outlives every table set).
-    Some(&'static [&'static str]),
+    Keys(&'static [&'static str]),
     /// The whole section.
-    All,
+    Section,
 }
 
 /// What every stage is. Adding a stage: its file implementing this (its

@@ -170,7 +170,7 @@ impl NeighborTable {
         let mut statics = self.statics.lock().unwrap_or_else(|e| e.into_inner());
         let mut forgotten = 0;
         for k in statics.difference(keys) {
-            self.insert(k, 0);
+            self.mark_pending(k, 0);
             forgotten += 1;
         }
         *statics = keys.clone();

@@ -182,7 +182,7 @@ impl StageOps for LbStage {
         needs_headers: true,
         headerless: false,
         // Learned state (the connection tables), sized once.
-        restart: crate::pipeline::RestartKeys::Some(&["conntrack_capacity"]),
+        restart: crate::pipeline::RestartKeys::Keys(&["conntrack_capacity"]),
     };
 
     fn build(b: &crate::pipeline::StageBuild) -> Self {

@@ -80,7 +80,7 @@ impl StageOps for RouteStage {
         needs_headers: true,
         headerless: false,
         // Learned state, sized once: it outlives every table set.
-        restart: crate::pipeline::RestartKeys::Some(&["neighbor_capacity"]),
+        restart: crate::pipeline::RestartKeys::Keys(&["neighbor_capacity"]),
     };
 
     fn build(b: &crate::pipeline::StageBuild) -> Self {
